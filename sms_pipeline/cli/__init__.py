@@ -1,0 +1,66 @@
+"""The ``sms-pipeline`` command.
+
+Each sub-command lives in its own module with ``register(subparsers)``; a
+``UserError`` becomes one line on stderr (exit 2), anything else keeps its
+traceback only with ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from sms_pipeline.errors import UserError
+
+# Modules that contribute sub-commands, in the order `--help` lists them.
+COMMAND_MODULES = (
+    "sms_pipeline.cli.db",
+    "sms_pipeline.cli.settings_cmd",
+)
+
+log = logging.getLogger("sms_pipeline.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sms-pipeline",
+        description="Send SMS, reconcile provider reports, build cost/latency/delivery marts.",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug logs and full tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        from sms_pipeline import logging_setup, settings
+
+        cfg = settings.load()
+        logging_setup.configure(cfg.log_level, cfg.home, verbose=args.verbose)
+        return int(args.handler(args, cfg) or 0)
+    except UserError as exc:
+        log.debug("user error", exc_info=True)
+        if args.verbose:
+            raise
+        print(f"sms-pipeline: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sms-pipeline: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        log.exception("unexpected failure")
+        if args.verbose:
+            raise
+        print(f"sms-pipeline: unexpected {type(exc).__name__}: {exc} (run with --verbose for details)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""``sms-pipeline settings``: every setting, its default and its current value."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.settings import Settings
+
+_SECRET_HINTS = ("PASSWORD", "API_KEY", "HMAC_KEY", "DATABASE_URL")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sub.add_parser("settings", help="list every setting with its default and current value").set_defaults(
+        handler=show
+    )
+
+
+def show(args: argparse.Namespace, settings: Settings) -> int:
+    for env, default, meaning in settings_module.describe():
+        current = os.environ.get(env)
+        if current and any(h in env for h in _SECRET_HINTS):
+            current = "(set, hidden)"
+        print(f"{env}\n    default: {default if default is not None else '(unset)'}"
+              f"\n    current: {current if current else '(default)'}\n    {meaning}")
+    return 0

@@ -1,0 +1,1 @@
+"""Database access: the embedded server, connections, pools and migrations."""

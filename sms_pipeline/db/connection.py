@@ -1,0 +1,96 @@
+"""Which database to use, and how to connect to it.
+
+``SMS_PIPELINE_DATABASE_URL`` names any server; without it the embedded
+server in ``$SMS_PIPELINE_HOME`` is started on demand and its ``sms_pipeline``
+database is used. Dagster keeps its own storage in a sibling ``dagster``
+database on the same server.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from sms_pipeline.db import embedded
+from sms_pipeline.errors import DatabaseUnavailable
+from sms_pipeline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+APP_DATABASE = "sms_pipeline"
+DAGSTER_DATABASE = "dagster"
+
+
+def with_database(url: str, dbname: str) -> str:
+    """The same server and credentials, another database."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + dbname))
+
+
+def database_name(url: str) -> str:
+    return urlsplit(url).path.lstrip("/") or "postgres"
+
+
+def redact(url: str) -> str:
+    """A URL safe to print: the password replaced."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        parts = parts._replace(netloc=netloc)
+    return urlunsplit(parts)
+
+
+def sqlalchemy_psycopg2_url(url: str) -> str:
+    """The ``postgresql+psycopg2://`` form Dagster's storage needs (design.md trap)."""
+    parts = urlsplit(url)
+    query = urlencode(parse_qsl(parts.query))
+    return urlunsplit(parts._replace(scheme="postgresql+psycopg2", query=query))
+
+
+def server_url(settings: Settings) -> str:
+    """A DSN for the maintenance database of the active server (starting it if embedded)."""
+    if settings.database_url:
+        return with_database(settings.database_url, "postgres")
+    return embedded.ensure_running(settings.home)
+
+
+def ensure_database(admin_url: str, dbname: str) -> None:
+    """Create ``dbname`` on the server if it does not exist (idempotent)."""
+    with connect_url(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
+        if not exists:
+            try:
+                conn.execute(f'CREATE DATABASE "{dbname}"')
+            except psycopg.errors.DuplicateDatabase:
+                pass  # a concurrent command created it first
+
+
+def app_url(settings: Settings) -> str:
+    """The DSN of the application database, created on the embedded server if needed."""
+    if settings.database_url:
+        return settings.database_url
+    admin = server_url(settings)
+    ensure_database(admin, APP_DATABASE)
+    return with_database(admin, APP_DATABASE)
+
+
+def connect_url(url: str, *, autocommit: bool = False) -> psycopg.Connection:
+    try:
+        return psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        log.debug("connection failed", exc_info=True)
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise DatabaseUnavailable(f"cannot reach the database at {redact(url)}: {reason}") from exc
+
+
+def connect(settings: Settings, *, autocommit: bool = False) -> psycopg.Connection:
+    return connect_url(app_url(settings), autocommit=autocommit)
+
+
+def pool(url: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
+    """A connection pool for long-running processes (worker, Dagster resources)."""
+    return ConnectionPool(url, min_size=min_size, max_size=max_size, open=True,
+                          kwargs={"connect_timeout": 10})

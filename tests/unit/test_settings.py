@@ -1,0 +1,56 @@
+from pathlib import Path
+
+import pytest
+
+from sms_pipeline import settings
+from sms_pipeline.errors import SettingsError
+
+
+def test_defaults_follow_design():
+    s = settings.load({})
+    assert s.home == Path(".sms-pipeline")
+    assert s.database_url is None
+    assert str(s.provider_timezone) == "Asia/Kolkata"
+    assert s.partition_start.isoformat() == "2026-01-01"
+    assert (s.correlation_window_s, s.claim_lease_s, s.validity_h) == (90, 300, 96)
+    assert (s.lookback_days, s.non_submission_grace_h, s.batch_size) == (5, 24, 500)
+
+
+def test_unknown_variable_is_one_line_error_naming_it():
+    with pytest.raises(SettingsError) as err:
+        settings.load({"SMS_PIPELINE_BATCHSIZE": "10"})
+    assert "SMS_PIPELINE_BATCHSIZE" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_provider_variable_refused_too():
+    with pytest.raises(SettingsError, match="SMS_PROVIDER_TIMEZ0NE"):
+        settings.load({"SMS_PROVIDER_TIMEZ0NE": "UTC"})
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("SMS_PIPELINE_BATCH_SIZE", "many"),
+        ("SMS_PIPELINE_BATCH_SIZE", "0"),
+        ("SMS_PROVIDER_TIMEZONE", "Mars/Olympus"),
+        ("SMS_PIPELINE_PARTITION_START", "2026-13-01"),
+        ("SMS_PIPELINE_DATABASE_URL", "mysql://x"),
+        ("SMS_PROVIDER_BASE_URL", "ftp://x"),
+    ],
+)
+def test_malformed_value_is_one_line_error_naming_it(name, value):
+    with pytest.raises(SettingsError) as err:
+        settings.load({name: value})
+    assert name in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_secrets_never_show():
+    s = settings.load({"SMS_PROVIDER_PASSWORD": "hunter2", "SMS_PIPELINE_OTP_HMAC_KEY": "k3y"})
+    assert "hunter2" not in repr(s) and "k3y" not in repr(s)
+    assert s.provider_password.reveal() == "hunter2"
+
+
+def test_other_variables_are_ignored():
+    assert settings.load({"PATH": "/bin", "SMS_OTHER": "x"}).batch_size == 500
