@@ -1,0 +1,27 @@
+"""The one Dagster ``Definitions`` object (loaded by ``workspace.yaml``).
+
+Each pipeline module contributes its own assets, checks, jobs and schedules
+through ``definitions(settings)``; this module merges them and adds the
+shared resources.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import dagster as dg
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.pipeline.resources import build_resources
+from sms_pipeline.settings import Settings
+
+PIPELINE_MODULES: tuple[str, ...] = ()
+
+
+def build_definitions(settings: Settings | None = None) -> dg.Definitions:
+    cfg = settings or settings_module.load()
+    parts = [importlib.import_module(name).definitions(cfg) for name in PIPELINE_MODULES]
+    return dg.Definitions.merge(*parts, dg.Definitions(resources=build_resources(cfg)))
+
+
+defs = build_definitions()

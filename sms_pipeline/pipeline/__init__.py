@@ -1,0 +1,1 @@
+"""Dagster definitions: day-partitioned ingest, reconciliation and marts."""
