@@ -1,0 +1,30 @@
+-- Claim the next due batch of one channel and message class, oldest due
+-- first (access pattern 1: outbound_message_claim_idx). Due time is
+-- scheduled_for when set, else created_at; a row whose expires_at has passed
+-- is left for the expiry sweep, never sent late. SKIP LOCKED lets several
+-- workers drain one queue; one class per call keeps the index order usable
+-- (claim OTP first by calling it for 'otp' before the others).
+-- Parameters: channel, message_class, now (application clock), limit.
+-- Returns the claimed rows.
+WITH due AS (
+    SELECT id, created_at
+      FROM msg.outbound_message
+     WHERE state = 'pending'
+       AND channel = %(channel)s::msg.message_channel
+       AND message_class = %(message_class)s
+       AND COALESCE(scheduled_for, created_at) <= %(now)s::timestamptz
+       AND (expires_at IS NULL OR expires_at > %(now)s::timestamptz)
+     ORDER BY COALESCE(scheduled_for, created_at)
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE msg.outbound_message m
+   SET state = 'claimed',
+       claimed_at = %(now)s::timestamptz,
+       attempt_count = m.attempt_count + 1,
+       updated_at = %(now)s::timestamptz
+  FROM due
+ WHERE m.id = due.id
+   AND m.created_at = due.created_at
+   AND m.state = 'pending'
+RETURNING m.*

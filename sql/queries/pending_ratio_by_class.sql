@@ -1,0 +1,21 @@
+-- Per message class, of the messages created in [since, until) that were
+-- submitted (billed: submitted_at set, whatever their state now), the share
+-- still `submitted`, i.e. with no final receipt yet. The denominator is
+-- everything submitted, not delivered + failed: if receipts stop arriving
+-- the ratio climbs towards 1 instead of freezing at a healthy value.
+-- Every class has a row; the ratio is 0 when nothing was submitted.
+-- Parameters: since, until.
+SELECT c.message_class,
+       count(m.id) FILTER (WHERE m.submitted_at IS NOT NULL) AS submitted,
+       count(m.id) FILTER (WHERE m.state = 'submitted') AS still_pending,
+       COALESCE(
+           (count(m.id) FILTER (WHERE m.state = 'submitted'))::numeric
+             / NULLIF(count(m.id) FILTER (WHERE m.submitted_at IS NOT NULL), 0),
+           0) AS still_pending_ratio
+  FROM (VALUES ('otp'), ('transactional'), ('promotional')) AS c (message_class)
+  LEFT JOIN msg.outbound_message m
+         ON m.message_class = c.message_class
+        AND m.created_at >= %(since)s::timestamptz
+        AND m.created_at < %(until)s::timestamptz
+ GROUP BY c.message_class
+ ORDER BY c.message_class

@@ -1,0 +1,59 @@
+"""Rows for the schema tests: a valid outbound message with overridable columns."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+DEFAULTS: dict[str, Any] = {
+    "tenant_id": "tenant-a",
+    "channel": "sms",
+    "message_class": "transactional",
+    "recipient": "919800000001",
+    "sender_id": "SGCSMS",
+    "body": "Your order has shipped",
+    "encoding": "GSM7",
+    "segments": 1,
+}
+
+
+def month_start(months_from_now: int = 0) -> datetime:
+    """First instant (UTC) of the month ``months_from_now`` away from the current one."""
+    now = datetime.now(UTC)
+    index = now.year * 12 + now.month - 1 + months_from_now
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+
+
+def in_month(months_from_now: int = 0, day: int = 3) -> datetime:
+    return month_start(months_from_now) + timedelta(days=day - 1, hours=10)
+
+
+def ensure_months(conn: psycopg.Connection, first: int, last: int) -> None:
+    """Message partitions for months ``first``..``last`` relative to now (upkeep, as the pipeline runs it)."""
+    conn.execute("SELECT msg.ensure_partitions(%s, %s)", (month_start(first), last - first))
+
+
+def any_state_columns(at: datetime) -> dict[str, Any]:
+    """Clocks and billing that keep a row consistent in every state (claimed, billed)."""
+    return {"claimed_at": at, "submitted_at": at, "billable_units": 1}
+
+
+def insert_message(conn: psycopg.Connection, **columns: Any) -> tuple[int, datetime]:
+    """Insert one row through the parent table; returns its primary key (id, created_at)."""
+    values = {**DEFAULTS, "business_key": uuid.uuid4().hex, **columns}
+    query = sql.SQL("INSERT INTO msg.outbound_message ({}) VALUES ({}) RETURNING id, created_at").format(
+        sql.SQL(", ").join(map(sql.Identifier, values)),
+        sql.SQL(", ").join(sql.Placeholder(name) for name in values),
+    )
+    return conn.execute(query, values).fetchone()
+
+
+def fetch(conn: psycopg.Connection, key: tuple[int, datetime], *columns: str) -> tuple:
+    query = sql.SQL("SELECT {} FROM msg.outbound_message WHERE id = %s AND created_at = %s").format(
+        sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    return conn.execute(query, key).fetchone()

@@ -1,0 +1,157 @@
+"""Column guards: provider id sentinels, long ids, immutable money, honest updated_at."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from psycopg import errors
+
+from schema_rows import any_state_columns, fetch, insert_message
+
+SENTINELS = ["0", "", "null", "NULL", "-", " 42", "42 ", "4\t2"]
+MESSAGE_ID_COLUMNS = ["provider_txn_id", "provider_message_id", "provider_campaign_id", "dlt_entity_id", "dlt_template_id"]
+TWENTY_DIGITS = "18446744073709551617"  # above 2**64, leading digits of a simulator msgId
+
+
+@pytest.mark.parametrize("column", MESSAGE_ID_COLUMNS)
+def test_placeholder_ids_are_refused_on_insert_and_update(db, column):
+    key = insert_message(db)
+    for value in SENTINELS:
+        # The check on the row, or (msgId) on its registry entry written first.
+        with pytest.raises(errors.CheckViolation, match=f"{column}(_registry)?_clean"):
+            insert_message(db, **{column: value})
+        with pytest.raises(errors.CheckViolation):
+            db.execute(f"UPDATE msg.outbound_message SET {column} = %s WHERE id = %s", (value, key[0]))
+    db.execute(f"UPDATE msg.outbound_message SET {column} = '0042' WHERE id = %s", (key[0],))
+    assert fetch(db, key, column) == ("0042",)
+
+
+@pytest.mark.parametrize("value", ["0", ""], ids=repr)
+def test_placeholder_ids_are_refused_in_receipts_and_orphans(db, value):
+    receipt = """INSERT INTO dlr.delivery_receipts
+                     (provider_message_id, provider_txn_id, status_word, raw_status, outcome,
+                      provider_submit_at, submit_month, source, first_seen_at)
+                 VALUES (%(msg)s, %(txn)s, 'DELIVRD', 'DELIVRD', 'delivered', now(),
+                         dlr.submit_month(now()), 'getdlr', now())"""
+    with pytest.raises(errors.CheckViolation, match="provider_message_id_clean"):
+        db.execute(receipt, {"msg": value, "txn": None})
+    with pytest.raises(errors.CheckViolation, match="provider_txn_id_clean"):
+        db.execute(receipt, {"msg": "1", "txn": value})
+    with pytest.raises(errors.CheckViolation, match="provider_message_id_clean"):
+        db.execute(
+            """INSERT INTO dlr.orphaned_receipts (provider_message_id, status_word, raw_status, raw_payload, received_at)
+               VALUES (%s, 'DELIVRD', 'DELIVRD', '{}', now())""",
+            (value,),
+        )
+
+
+def test_a_twenty_digit_id_survives_insert_select_json_parse(db):
+    key = insert_message(db, provider_message_id=TWENTY_DIGITS, provider_txn_id="0" + TWENTY_DIGITS)
+    row = db.execute(
+        """SELECT json_build_object('msgId', provider_message_id, 'txn', provider_txn_id)::text
+             FROM msg.outbound_message WHERE id = %s""",
+        (key[0],),
+    ).fetchone()[0]
+    parsed = json.loads(row)
+    assert parsed == {"msgId": TWENTY_DIGITS, "txn": "0" + TWENTY_DIGITS}
+    assert json.loads(json.dumps(parsed))["msgId"] == TWENTY_DIGITS
+    found = db.execute(
+        "SELECT message_id FROM msg.provider_message_id_registry WHERE provider_message_id = %s", (parsed["msgId"],)
+    ).fetchone()
+    assert found == (key[0],)
+
+
+@pytest.mark.parametrize(
+    ("column", "first", "second"),
+    [
+        ("cost", Decimal("0.1800"), Decimal("0.1900")),
+        ("billable_units", 2, 3),
+    ],
+)
+def test_money_can_be_set_once_and_never_changed(db, column, first, second):
+    extra = {"cost_currency": "INR"} if column == "cost" else {}
+    key = insert_message(db)
+    db.execute(
+        f"UPDATE msg.outbound_message SET {column} = %s{', cost_currency = %s' if extra else ''} WHERE id = %s",
+        (first, *extra.values(), key[0]),
+    )
+    for value in (second, None):
+        with pytest.raises(errors.CheckViolation, match="immutable once set"):
+            db.execute(f"UPDATE msg.outbound_message SET {column} = %s WHERE id = %s", (value, key[0]))
+    db.execute(f"UPDATE msg.outbound_message SET {column} = %s WHERE id = %s", (first, key[0]))
+    assert fetch(db, key, column) == (first,)
+
+
+def test_segments_never_change_and_are_never_missing(db):
+    key = insert_message(db, segments=2)
+    with pytest.raises(errors.CheckViolation, match="immutable once set"):
+        db.execute("UPDATE msg.outbound_message SET segments = 3 WHERE id = %s", (key[0],))
+    with pytest.raises(errors.NotNullViolation):
+        insert_message(db, segments=None)
+    with pytest.raises(errors.CheckViolation):
+        insert_message(db, segments=0)
+
+
+def test_cost_currency_cannot_change_and_comes_with_a_cost(db):
+    with pytest.raises(errors.CheckViolation):
+        insert_message(db, cost=Decimal("1"))
+    key = insert_message(db, cost=Decimal("1"), cost_currency="INR")
+    with pytest.raises(errors.CheckViolation, match="immutable once set"):
+        db.execute("UPDATE msg.outbound_message SET cost_currency = 'USD' WHERE id = %s", (key[0],))
+
+
+def test_identity_columns_never_change(db):
+    key = insert_message(db)
+    for assignment in ("business_key = 'other'", "tenant_id = 'other'", "attempt_key = gen_random_uuid()",
+                       "created_at = created_at + interval '1 second'"):  # fmt: skip
+        with pytest.raises(errors.CheckViolation, match="never change"):
+            db.execute(f"UPDATE msg.outbound_message SET {assignment} WHERE id = %s", (key[0],))
+
+
+def test_an_update_that_changes_nothing_leaves_updated_at_alone(db):
+    created = datetime.now(UTC) - timedelta(hours=1)
+    key = insert_message(db, state="submitted", updated_at=created, **any_state_columns(created))
+    statement = "UPDATE msg.outbound_message SET state = %s, state_reason = %s, updated_at = %s WHERE id = %s"
+
+    db.execute(statement, ("submitted", None, datetime.now(UTC), key[0]))
+    assert fetch(db, key, "updated_at") == (created,)
+    db.execute("UPDATE msg.outbound_message SET state = state WHERE id = %s", (key[0],))
+    assert fetch(db, key, "updated_at") == (created,)
+
+    # A real change takes the statement's clock, or now() when it gave none.
+    app_clock = created + timedelta(minutes=5)
+    db.execute(statement, ("delivered", None, app_clock, key[0]))
+    assert fetch(db, key, "updated_at") == (app_clock,)
+    db.execute("UPDATE msg.outbound_message SET delivered_at = %s WHERE id = %s", (app_clock, key[0]))
+    (moved,) = fetch(db, key, "updated_at")
+    assert moved > app_clock
+
+
+REFUSED_ROWS = [
+    ({"state": "claimed"}, "outbound_message_claimed_at_check"),
+    ({"state": "submitted", "claimed_at": datetime.now(UTC), "billable_units": 1}, "outbound_message_submitted_at_check"),
+    ({"state": "delivered", "claimed_at": datetime.now(UTC), "billable_units": 1}, "outbound_message_submitted_at_check"),
+    ({"state": "failed", "submitted_at": datetime.now(UTC)}, "outbound_message_billed_at_submission_check"),
+    ({"message_class": "marketing"}, "outbound_message_class_check"),
+    ({"encoding": "UTF8"}, "outbound_message_encoding_check"),
+    ({"body": ""}, "outbound_message_body_check"),
+]
+
+
+def test_rows_the_state_machine_cannot_produce_are_refused(db):
+    for columns, constraint in REFUSED_ROWS:
+        with pytest.raises(errors.CheckViolation) as raised:
+            insert_message(db, **columns)
+        assert raised.value.diag.constraint_name == constraint
+
+
+def test_failed_by_proof_of_non_submission_is_not_billed(db):
+    # unknown -> failed without submitted_at: no billable units required.
+    key = insert_message(db, state="unknown", claimed_at=datetime.now(UTC))
+    db.execute(
+        "UPDATE msg.outbound_message SET state = 'failed', state_reason = 'not_submitted' WHERE id = %s", (key[0],)
+    )
+    assert fetch(db, key, "state", "billable_units") == ("failed", None)
