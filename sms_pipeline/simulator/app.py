@@ -1,0 +1,495 @@
+"""The simulator's HTTP face: the provider's endpoints under /SMSApi, admin under /_sim.
+
+Every provider endpoint answers like the real one (provider-contract.md):
+HTTP 200 with ``Content-Type: text/html`` and a JSON body, also for
+application errors; codes as quoted strings; both parameter spellings
+(parameter names are matched case-insensitively). The order of checks for
+one request is: HTTP 5xx fault (nothing accepted), credentials, booleans,
+rate-limit fault, the endpoint's own work (billing), then slow /
+drop / stall faults, which happen after the work is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import hashlib
+import io
+import json
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any, BinaryIO, Literal
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sms_pipeline.core.provider_time import InvalidLocalTime, format_local, parse_local
+from sms_pipeline.simulator import dayzip, faults, generation, reports
+from sms_pipeline.simulator.state import ProviderError, SendRequest, SimulatorState, epoch_ms, from_epoch_ms
+
+API_PREFIX = "/SMSApi"
+ADMIN_PREFIX = "/_sim"
+# Response header by which the app asks the TCP proxy to drop or stall the
+# connection instead of delivering this (already processed) answer.
+NETWORK_FAULT_HEADER = "x-sim-network-fault"
+_CREDENTIAL_PARAMS = frozenset({"userid", "password", "apikey"})
+_BOOLEAN_PARAMS = ("duplicatecheck", "testmessage", "renew")
+_JSON_AS_HTML = "text/html"
+
+Kind = Literal["send", "report"]
+Params = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API request as the endpoint's work sees it."""
+
+    params: Params
+    fingerprint: str
+    arrival: int  # ordinal among identical requests: ids and fault draws depend on it
+    decide: Callable[[str], bool]  # does this fault fire for this request?
+
+
+# ----- request parsing -------------------------------------------------------
+
+
+async def read_params(request: Request) -> Params:
+    """Query string and form body merged; names lower-cased (both spellings match)."""
+    params = {key.lower(): value for key, value in request.query_params.multi_items()}
+    if request.method == "POST":
+        body = (await request.body()).decode("utf-8", "replace")
+        if "application/json" in request.headers.get("content-type", ""):
+            try:
+                decoded = json.loads(body or "{}")
+            except json.JSONDecodeError:
+                decoded = {}
+            if isinstance(decoded, dict):
+                params.update({str(k).lower(): str(v) for k, v in decoded.items()})
+        else:
+            params.update({key.lower(): value for key, value in parse_qsl(body, keep_blank_values=True)})
+    return params
+
+
+def fingerprint(path: str, params: Mapping[str, str]) -> str:
+    """SHA-256 of the canonical request without its credentials."""
+    canonical = json.dumps([path, sorted((k, v) for k, v in params.items() if k not in _CREDENTIAL_PARAMS)],
+                           ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _date_param(params: Params, *names: str) -> date:
+    for name in names:
+        raw = params.get(name)
+        if raw:
+            try:
+                return date.fromisoformat(raw.strip())
+            except ValueError:
+                raise ProviderError("400", f"Invalid date in {name}") from None
+    raise ProviderError("400", f"{names[0]} is required")
+
+
+def _int_param(params: Params, name: str, default: int, low: int, high: int) -> int:
+    raw = params.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ProviderError("400", f"Invalid {name}") from None
+    if not low <= value <= high:
+        raise ProviderError("400", f"{name} must be between {low} and {high}")
+    return value
+
+
+def _flag(params: Params, name: str, default: bool) -> bool:
+    return params[name] == "true" if name in params else default
+
+
+# ----- response bodies -------------------------------------------------------
+
+
+def _body(payload: object, status: int = 200) -> Response:
+    return Response(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), status_code=status,
+                    media_type=_JSON_AS_HTML)
+
+
+def _send_error(err: ProviderError) -> Response:
+    return _body({"status": "error", "statusCode": err.code, "reason": err.reason,
+                  "transactionId": "", "mobile": "", "invalidMobile": ""})
+
+
+def _report_error(err: ProviderError, status: int = 200) -> Response:
+    return _body({"response": {"status": "error", "code": err.code, "msg": err.reason}}, status)
+
+
+def _report_success(**content: object) -> Response:
+    return _body({"response": {"status": "success", "code": "200", **content}})
+
+
+# ----- the provider API --------------------------------------------------------
+
+
+class SimulatorApp:
+    """Routes bound to one :class:`SimulatorState`."""
+
+    def __init__(self, state: SimulatorState, after_faults_change: Callable[[], Awaitable[None]] | None = None):
+        self.state = state
+        self._after_faults_change = after_faults_change
+
+    # The one pipeline every provider endpoint goes through.
+    async def _api(self, request: Request, kind: Kind,
+                   work: Callable[[Call], Awaitable[Response]]) -> Response:
+        state = self.state
+        params = await read_params(request)
+        path = request.url.path
+        fp = fingerprint(path, params)
+        arrival = state.arrival(path, fp)
+
+        def decide(name: str) -> bool:
+            fired = faults.fires(state.faults.rate(name), state.seed, name, path, fp, arrival)
+            if fired:
+                state.faults.count(name)
+            return fired
+
+        error_response = _send_error if kind == "send" else _report_error
+        if decide("http_5xx"):
+            status = (500, 502, 503)[int(faults.draw(state.seed, "http_5xx_status", fp, arrival) * 3)]
+            return PlainTextResponse("Service Unavailable", status_code=status)
+        refusal = state.credentials.check(params.get("userid"), params.get("password"),
+                                          request.headers.get("apikey"))
+        if refusal is not None:
+            return error_response(refusal)
+        for name in _BOOLEAN_PARAMS:
+            if name in params and params[name] not in ("true", "false"):
+                return error_response(ProviderError("147", f"Invalid boolean value for {name}"))
+        if kind == "send" and self._is_send(path, params) and decide("rate_limit_send"):
+            return _send_error(ProviderError("429", "Too many requests"))
+        if kind == "report" and decide("rate_limit_report"):
+            return _report_error(ProviderError("429", "Too many requests"), status=429)
+        try:
+            response = await work(Call(params, fp, arrival, decide))
+        except ProviderError as err:
+            response = error_response(err)
+        if decide("slow"):
+            await asyncio.sleep(state.faults.parameter("slow_delay_s"))
+        if decide("accept_then_drop"):
+            response.headers[NETWORK_FAULT_HEADER] = "drop"
+        elif decide("stall"):
+            response.headers[NETWORK_FAULT_HEADER] = f"stall {state.faults.parameter('stall_s')}"
+        return response
+
+    @staticmethod
+    def _is_send(path: str, params: Params) -> bool:
+        return path.endswith("/send") or params.get("sendmethod") == "generate"
+
+    # /send
+    async def send(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            schedule = params.get("scheduletime", "").strip()
+            try:
+                schedule_time = parse_local(_with_seconds(schedule), self.state.timezone) if schedule else None
+            except InvalidLocalTime:
+                raise ProviderError("400", "Invalid scheduleTime") from None
+            send_request = SendRequest(
+                sender=params.get("senderid", ""),
+                msg_type=params.get("msgtype", "text") or "text",
+                text=params.get("msg", ""),
+                mobiles=[m.strip() for m in params.get("mobile", "").split(",") if m.strip()],
+                duplicate_check=_flag(params, "duplicatecheck", True),
+                schedule_time=schedule_time,
+                test_message=_flag(params, "testmessage", False),
+            )
+            receipt = self.state.submit(send_request, call.fingerprint, call.arrival)
+            body = {
+                "status": "success",
+                "mobile": ",".join(receipt.accepted),
+                "invalidMobile": ",".join(receipt.invalid),
+                "transactionId": receipt.transaction_id,
+                "statusCode": "200",
+                "reason": "success",
+                "msgId": "",
+                "requestTime": format_local(receipt.request_time, self.state.timezone),
+            }
+            if receipt.campaign_id is not None:
+                body["campaignId"] = receipt.campaign_id
+            return _body(body)
+
+        return await self._api(request, "send", work)
+
+    # /otp
+    async def otp(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            method = params.get("sendmethod", "")
+            mobile = params.get("mobile", "").strip()
+            if method == "generate":
+                return self._otp_generate(call, mobile)
+            if method == "verify":
+                self.state.otp_verify(mobile, params.get("otp", ""))
+                return _body({"status": "success", "statusCode": "200", "reason": "OTP verified",
+                              "mobile": mobile, "transactionId": "0"})
+            raise ProviderError("400", "sendMethod must be generate or verify")
+
+        return await self._api(request, "send", work)
+
+    def _otp_generate(self, call: Call, mobile: str) -> Response:
+        params = call.params
+        if "," in mobile:
+            raise ProviderError("235", "OTP goes to exactly one mobile number")
+        expiry = _int_param(params, "codeexpiry", 60, 60, 1800)
+        length = _int_param(params, "codelength", 6, 4, 10)
+        code_type = params.get("codetype", "num") or "num"
+        if code_type not in ("num", "alpha", "alphanum"):
+            raise ProviderError("400", "codeType must be num, alpha or alphanum")
+        fp, arrival = call.fingerprint, call.arrival
+        code = params.get("otp") or generation.otp_code(self.state.seed, fp, arrival, length, code_type)
+        receipt = self.state.otp_generate(
+            mobile=mobile, sender=params.get("senderid", ""), msg_type=params.get("msgtype", "text") or "text",
+            template=params.get("msg", ""), code=code, expiry_s=expiry, fingerprint=fp, arrival=arrival,
+        )
+        return _body({"status": "success", "statusCode": "200", "reason": "OTP sent", "mobile": receipt.mobile,
+                      "transactionId": "0", "createTime": str(epoch_ms(receipt.create_time)),
+                      "retryAfter": str(receipt.retry_after_s), "type": receipt.kind})
+
+    # /report/status and /reports/status
+    async def status_report(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            if params.get("method", "").lower() == "getdlr":
+                return await run_in_threadpool(self._dlr_page, params)
+            if params.get("uuid"):
+                return await run_in_threadpool(self._by_transaction, params)
+            raise ProviderError("400", "method=getDlr or uuid is required")
+
+        return await self._api(request, "report", work)
+
+    def _dlr_page(self, params: Params) -> Response:
+        first = _date_param(params, "fromdate")
+        last = _date_param(params, "todate")
+        limit = _int_param(params, "pagelimit", 100, 1, 10_000)
+        page = _int_param(params, "pageno", 1, 1, 10**9)
+        view = self.state.view()
+        total, rows = reports.dlr_page(view, first, last, self.state.faults.rate("unmapped_status"),
+                                       page, limit, params.get("mobileno") or None)
+        return _report_success(api="report", action="status", msg="ok", totalRecords=str(total),
+                               reports_dlrList=rows)
+
+    def _by_transaction(self, params: Params) -> Response:
+        today = self.state.local_today()
+        first = _date_param(params, "fromdate") if params.get("fromdate") else today - timedelta(days=90)
+        last = _date_param(params, "todate") if params.get("todate") else today
+        rows = reports.transaction_rows(self.state.view(), params["uuid"].strip(), first, last,
+                                        self.state.timezone, self.state.faults.rate("unmapped_status"))
+        return _report_success(reports_statusList=rows)
+
+    # /report/day
+    async def day_report(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            day = _date_param(params, "date")
+            today = self.state.local_today()
+            if day > today:
+                raise ProviderError("400", "Date is in the future")
+            if (today - day).days > self.state.report_retention_days:
+                raise ProviderError("404", "No report for this date")
+            if call.decide("error_body_zip"):
+                raise ProviderError("500", "Report could not be generated")
+            archive = await run_in_threadpool(self._build_day_zip, day, call.decide("corrupt_zip"),
+                                              call.decide("truncated_zip"))
+            size = archive.seek(0, 2)
+            archive.seek(0)
+            return StreamingResponse(
+                _file_chunks(archive), media_type="application/zip",
+                headers={"Content-Length": str(size),
+                         "Content-Disposition": f'attachment; filename="dlr_report_{day.isoformat()}.zip"'},
+            )
+
+        return await self._api(request, "report", work)
+
+    def _build_day_zip(self, day: date, corrupt: bool, truncated: bool) -> BinaryIO:
+        state = self.state
+        view = state.view()
+        rates = {name: state.faults.rate(name) for name in faults.ROW_FAULTS}
+        archive = tempfile.TemporaryFile()
+        created = from_epoch_ms(view.now_ms).astimezone(state.timezone)
+        dayzip.write_day_zip(archive, day, reports.day_report_chunks(view, day, state.timezone, rates), created)
+        if corrupt:
+            dayzip.corrupt(archive)
+        if truncated:
+            dayzip.truncate(archive)
+        return archive
+
+    # /report/summary
+    async def summary(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            first = _date_param(params, "fromdate")
+            last = _date_param(params, "todate")
+            groupby = params.get("groupby", "date") or "date"
+            if groupby not in ("date", "senderid"):
+                raise ProviderError("400", "groupby must be date or senderid")
+            rows = await run_in_threadpool(reports.summary_rows, self.state.view(), first, last, groupby,
+                                           self.state.faults.parameter("summary_units_offset"))
+            return _report_success(reports_summaryList=rows)
+
+        return await self._api(request, "report", work)
+
+    # /schedule/read|update|delete and /campaign/read
+    async def schedule_read(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            tz = self.state.timezone
+            rows = [
+                {"uuId": s.transaction_id, "campaignId": s.campaign_id, "senderName": s.request.sender,
+                 "msgType": s.request.msg_type, "total": str(len(s.recipients)),
+                 "scheduleTime": format_local(from_epoch_ms(s.due_ms), tz)}
+                for s in self.state.schedules()
+            ]
+            return _report_success(scheduleList=rows)
+
+        return await self._api(request, "report", work)
+
+    async def schedule_update(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            try:
+                due = parse_local(_with_seconds(params.get("scheduletime", "").strip()), self.state.timezone)
+            except InvalidLocalTime:
+                raise ProviderError("400", "Invalid scheduletime") from None
+            self.state.update_schedule(params.get("uuid", "").strip(), due)
+            return _report_success(msg="Schedule updated")
+
+        return await self._api(request, "report", work)
+
+    async def schedule_delete(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            self.state.delete_schedule(params.get("uuid", "").strip())
+            return _report_success(msg="Schedule deleted")
+
+        return await self._api(request, "report", work)
+
+    async def campaign_read(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            rows = [
+                {"campaign": {"uuId": s.transaction_id, "status": s.state, "total": str(len(s.recipients)),
+                              "timestamp": str(s.created_ms), "scheduledTimestamp": str(s.due_ms),
+                              "lastupdatedTimestamp": str(s.updated_ms or 0)}}
+                for s in self.state.campaign(params.get("campaignid", "").strip())
+            ]
+            return _report_success(campaignList=rows)
+
+        return await self._api(request, "report", work)
+
+    # ----- admin (never called by the client) --------------------------------
+
+    async def admin_ledger(self, request: Request) -> Response:
+        txn = request.query_params.get("transaction_id")
+        entries = await run_in_threadpool(lambda: list(self.state.ledger_entries(transaction_id=txn)))
+        columns = ("transaction_id", "msg_id", "mobile", "units", "sender", "msg_type", "submitted_at",
+                   "fingerprint", "campaign_id")
+        rows = [dict(zip(columns, (*e[:6], e.submitted_at.isoformat(), *e[7:]), strict=True)) for e in entries]
+        if request.query_params.get("format") == "csv":
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\r\n")
+            writer.writeheader()
+            writer.writerows(rows)
+            return Response(out.getvalue(), media_type="text/csv")
+        return JSONResponse({"count": len(rows), "units": sum(r["units"] for r in rows), "entries": rows})
+
+    async def admin_clock(self, request: Request) -> Response:
+        clock = self.state.clock
+        if request.method == "POST":
+            body = await _admin_json(request)
+            try:
+                if "set" in body:
+                    clock.set(datetime.fromisoformat(str(body["set"])))  # type: ignore[attr-defined]
+                elif "advance_s" in body:
+                    clock.advance(timedelta(seconds=float(body["advance_s"])))  # type: ignore[attr-defined]
+                else:
+                    return JSONResponse({"error": "expected 'set' (ISO time) or 'advance_s'"}, status_code=400)
+            except AttributeError:
+                return JSONResponse({"error": "this simulator runs on real time"}, status_code=409)
+            except (TypeError, ValueError) as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+        now = clock.now()
+        return JSONResponse({"now": now.isoformat(), "provider_local": format_local(now, self.state.timezone),
+                             "virtual": hasattr(clock, "advance")})
+
+    async def admin_faults(self, request: Request) -> Response:
+        if request.method == "POST":
+            body = await _admin_json(request)
+            try:
+                if body.pop("clear", False):
+                    self.state.faults.clear()
+                self.state.faults.update(body)
+            except faults.FaultSpecError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+            if self._after_faults_change is not None:
+                await self._after_faults_change()
+        return JSONResponse(self.state.faults.snapshot())
+
+    async def admin_credits(self, request: Request) -> Response:
+        if request.method == "POST":
+            body = await _admin_json(request)
+            credits = body.get("credits")
+            if credits is not None and (not isinstance(credits, int) or credits < 0):
+                return JSONResponse({"error": "credits must be a non-negative integer or null"}, status_code=400)
+            self.state.credits = credits
+        return JSONResponse({"credits": self.state.credits})
+
+    async def admin_reset(self, request: Request) -> Response:
+        self.state.reset()
+        return JSONResponse({"reset": True})
+
+    def routes(self) -> list[Route]:
+        api, admin = API_PREFIX, ADMIN_PREFIX
+        both = ["GET", "POST"]
+        return [
+            Route(f"{api}/send", self.send, methods=both),
+            Route(f"{api}/otp", self.otp, methods=both),
+            Route(f"{api}/report/status", self.status_report, methods=both),
+            Route(f"{api}/reports/status", self.status_report, methods=both),
+            Route(f"{api}/report/day", self.day_report, methods=["GET"]),
+            Route(f"{api}/report/summary", self.summary, methods=both),
+            Route(f"{api}/schedule/read", self.schedule_read, methods=["GET"]),
+            Route(f"{api}/schedule/update", self.schedule_update, methods=["POST"]),
+            Route(f"{api}/schedule/delete", self.schedule_delete, methods=["POST"]),
+            Route(f"{api}/campaign/read", self.campaign_read, methods=["GET"]),
+            Route(f"{admin}/ledger", self.admin_ledger, methods=["GET"]),
+            Route(f"{admin}/clock", self.admin_clock, methods=both),
+            Route(f"{admin}/faults", self.admin_faults, methods=both),
+            Route(f"{admin}/credits", self.admin_credits, methods=both),
+            Route(f"{admin}/reset", self.admin_reset, methods=["POST"]),
+        ]
+
+
+async def _admin_json(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except json.JSONDecodeError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _with_seconds(text: str) -> str:
+    """Accept ``YYYY-MM-DD HH:MM`` (minutes only) as well as the seconds form."""
+    return text + ":00" if len(text) == 16 else text
+
+
+def _file_chunks(archive: BinaryIO, size: int = 1 << 16) -> Iterator[bytes]:
+    with archive:
+        while chunk := archive.read(size):
+            yield chunk
+
+
+def create_app(state: SimulatorState, after_faults_change: Callable[[], Awaitable[None]] | None = None) -> Starlette:
+    return Starlette(routes=SimulatorApp(state, after_faults_change).routes())

@@ -1,0 +1,130 @@
+"""Run the simulator: uvicorn serving the app, the fault proxy in front of it.
+
+``run_simulator(...)`` starts both in a background thread (one event loop)
+on loopback ports and yields their addresses together with the in-process
+state, so tests, the demo and benchmarks can read the ledger and share the
+application's clock. The CLI runs the same thing in the foreground.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import uvicorn
+
+from sms_pipeline.core.clock import Clock, RealClock
+from sms_pipeline.simulator.app import ADMIN_PREFIX, API_PREFIX, create_app
+from sms_pipeline.simulator.faults import FaultConfig
+from sms_pipeline.simulator.proxy import FaultProxy, listening_socket
+from sms_pipeline.simulator.state import Credentials, SimulatorState
+
+_START_TIMEOUT_S = 15
+
+
+@dataclass(frozen=True)
+class RunningSimulator:
+    base_url: str  # ends in /SMSApi; goes through the fault proxy
+    admin_url: str  # ends in /_sim; straight to the app, never refused
+    state: SimulatorState
+    clock: Clock
+
+    @property
+    def faults(self) -> FaultConfig:
+        return self.state.faults
+
+
+class _ServerThread(threading.Thread):
+    def __init__(self, state: SimulatorState, host: str, port: int, admin_port: int) -> None:
+        super().__init__(name="sms-simulator", daemon=True)
+        self._state = state
+        self._host = host
+        self._port = port
+        self._admin_port = admin_port
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.proxy_port = 0
+        self.app_port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # reported to the starting thread
+            self.error = exc
+            self.ready.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        app_socket = listening_socket(self._host, self._admin_port)
+        self.app_port = app_socket.getsockname()[1]
+        proxy = FaultProxy((self._host, self.app_port), self._state.faults, self._state.seed,
+                           host=self._host, port=self._port)
+        app = create_app(self._state, after_faults_change=proxy.apply)
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
+                                timeout_keep_alive=60, timeout_graceful_shutdown=2)
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve(sockets=[app_socket]))
+        self.proxy_port = await proxy.start()
+        while not server.started:
+            if serving.done():
+                serving.result()  # raises the reason uvicorn stopped
+            await asyncio.sleep(0.01)
+        self.ready.set()
+        await self._stop_event.wait()
+        await proxy.close()
+        server.should_exit = True
+        await serving
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop_event is not None and self.is_alive():
+            self._loop.call_soon_threadsafe(self._stop_event.set)
+        self.join(timeout=10)
+
+
+@contextmanager
+def run_simulator(
+    *,
+    clock: Clock | None = None,
+    seed: int = 0,
+    timezone: ZoneInfo | str = "Asia/Kolkata",
+    faults: FaultConfig | Mapping[str, float | int] | None = None,
+    userid: str = "demo",
+    password: str = "demo",
+    api_key: str = "demo-key",
+    host: str = "127.0.0.1",
+    port: int = 0,
+    admin_port: int = 0,
+    **state_options: Any,
+) -> Iterator[RunningSimulator]:
+    """Serve a simulator on ``host`` until the block ends (port 0: any free port).
+
+    ``clock`` defaults to real time; pass the application's VirtualClock to
+    share it. ``state_options`` go to :class:`SimulatorState` (e.g.
+    ``otp_retry_after_s``, ``mobile_patterns``).
+    """
+    fault_config = faults if isinstance(faults, FaultConfig) else FaultConfig(faults)
+    state = SimulatorState(clock=clock or RealClock(), seed=seed, timezone=timezone,
+                           credentials=Credentials(userid, password, api_key), faults=fault_config,
+                           **state_options)
+    thread = _ServerThread(state, host, port, admin_port)
+    thread.start()
+    if not thread.ready.wait(_START_TIMEOUT_S) or thread.error is not None:
+        thread.stop()
+        raise RuntimeError(f"simulator did not start: {thread.error!r}")
+    try:
+        yield RunningSimulator(
+            base_url=f"http://{host}:{thread.proxy_port}{API_PREFIX}",
+            admin_url=f"http://{host}:{thread.app_port}{ADMIN_PREFIX}",
+            state=state,
+            clock=state.clock,
+        )
+    finally:
+        thread.stop()

@@ -1,0 +1,496 @@
+"""The simulator's memory: the billing ledger, OTP codes, pending schedules.
+
+The ledger is append-only and compact: one tuple per billed *request* (text,
+sender, transaction, time shared by all its recipients) and parallel arrays
+per billed *recipient* (msgId, number, receipt timeline). Receipt events are
+never stored: the status a report shows is computed from the timeline and
+the clock (see ``generation.status_at``), so a day of a million messages
+costs a few hundred bytes each.
+
+Reads take a snapshot (the current ``_Ledger`` object and its lengths) under
+the lock and then work without it; arrays only grow, and ``reset`` swaps in a
+new ledger instead of clearing the old one, so a report being written keeps a
+consistent view.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import threading
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import NamedTuple
+from zoneinfo import ZoneInfo
+
+from sms_pipeline.core.clock import Clock
+from sms_pipeline.core.otp import PLACEHOLDER_OTP
+from sms_pipeline.core.provider_time import local_date
+from sms_pipeline.core.segments import count_segments
+from sms_pipeline.simulator import generation
+from sms_pipeline.simulator.faults import FaultConfig
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CAMPAIGN_SPLIT = 1000  # recipients per transaction of a scheduled campaign [assumed]
+OTP_TRANSACTION_ID = "0"
+DEFAULT_MOBILE_PATTERNS = (r"91[6-9]\d{9}",)  # India: 91 + 10 digits starting 6-9 [assumed]
+_SENDER = re.compile(r"[A-Za-z0-9]{3,11}")
+UNFILLED_TEMPLATE_VARIABLE = "{#var#}"
+
+
+def epoch_ms(dt: datetime) -> int:
+    return (dt - _EPOCH) // timedelta(milliseconds=1)
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+class ProviderError(Exception):
+    """An application error the API answers with ``status: error`` and a code."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(f"{code} {reason}")
+        self.code = code
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Credentials:
+    userid: str = "demo"
+    password: str = "demo"
+    api_key: str = "demo-key"
+
+    def __repr__(self) -> str:
+        return f"Credentials(userid={self.userid!r}, password='***', api_key='***')"
+
+    def check(self, userid: str | None, password: str | None, api_key: str | None) -> ProviderError | None:
+        if not userid:
+            return ProviderError("213", "userid missing")
+        if userid != self.userid:
+            return ProviderError("216", "Invalid credentials")
+        # Constant-time comparisons: the simulator should not teach bad habits.
+        if api_key is not None and hmac.compare_digest(api_key.encode(), self.api_key.encode()):
+            return None
+        if password is not None and hmac.compare_digest(password.encode(), self.password.encode()):
+            return None
+        return ProviderError("216", "Invalid credentials")
+
+
+class BilledRequest(NamedTuple):
+    """What all recipients of one billed request share."""
+
+    transaction_id: str
+    campaign_id: str | None
+    sender: str
+    msg_type: str
+    text: str
+    units: int  # per recipient
+    submitted_ms: int
+    fingerprint: str
+    first_row: int
+    count: int
+    local_day: date
+    afternoon: bool  # submitted in the second half of the local day (neighbour_day fault)
+
+
+class LedgerEntry(NamedTuple):
+    """One billed recipient, as the admin endpoint and tests see it."""
+
+    transaction_id: str
+    msg_id: str
+    mobile: str
+    units: int
+    sender: str
+    msg_type: str
+    submitted_at: datetime
+    fingerprint: str
+    campaign_id: str | None
+
+
+class SendRequest(NamedTuple):
+    sender: str
+    msg_type: str
+    text: str
+    mobiles: Sequence[str]
+    duplicate_check: bool
+    schedule_time: datetime | None
+    test_message: bool
+
+
+class SendReceipt(NamedTuple):
+    transaction_id: str
+    accepted: tuple[str, ...]
+    invalid: tuple[str, ...]
+    campaign_id: str | None
+    request_time: datetime
+
+
+class OtpReceipt(NamedTuple):
+    mobile: str
+    create_time: datetime
+    retry_after_s: int
+    kind: str  # "new" or "retry" (an earlier code was still valid)
+
+
+@dataclass
+class _OtpCode:
+    code: str
+    expires_ms: int
+    created_ms: int
+    used: bool = False
+
+
+@dataclass
+class _Schedule:
+    """A scheduled request (one transaction of a campaign) not yet released."""
+
+    request: SendRequest
+    recipients: tuple[str, ...]
+    fingerprint: str
+    arrival: int
+    part: int
+    transaction_id: str
+    campaign_id: str
+    created_ms: int
+    due_ms: int
+    updated_ms: int | None = None
+    state: str = "scheduled"  # scheduled | completed | cancelled
+
+
+@dataclass
+class _Ledger:
+    requests: list[BilledRequest] = field(default_factory=list)
+    msg_ids: list[str] = field(default_factory=list)
+    mobiles: list[str] = field(default_factory=list)
+    final: array = field(default_factory=lambda: array("B"))
+    intermediate: array = field(default_factory=lambda: array("B"))
+    intermediate_ms: array = field(default_factory=lambda: array("I"))
+    final_ms: array = field(default_factory=lambda: array("I"))
+    noise: array = field(default_factory=lambda: array("Q"))
+    by_day: dict[date, array] = field(default_factory=dict)  # local day -> request indices
+    by_transaction: dict[str, list[int]] = field(default_factory=dict)  # txn id -> request indices
+
+
+class LedgerView(NamedTuple):
+    """A consistent snapshot: the ledger object, its sizes and the time of reading."""
+
+    ledger: _Ledger
+    request_count: int
+    now_ms: int
+
+
+class SimulatorState:
+    """Ledger, OTP codes and schedules of one simulated provider account."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        seed: int = 0,
+        timezone: ZoneInfo | str = "Asia/Kolkata",
+        credentials: Credentials | None = None,
+        faults: FaultConfig | None = None,
+        mobile_patterns: Sequence[str] = DEFAULT_MOBILE_PATTERNS,
+        otp_retry_after_s: int = 30,
+        report_retention_days: int = 90,
+    ) -> None:
+        self.clock = clock
+        self.seed = seed
+        self.timezone = timezone if isinstance(timezone, ZoneInfo) else ZoneInfo(timezone)
+        self.credentials = credentials or Credentials()
+        self.faults = faults or FaultConfig()
+        self.otp_retry_after_s = otp_retry_after_s
+        self.report_retention_days = report_retention_days
+        self._valid_mobile = re.compile("|".join(f"(?:{p})" for p in mobile_patterns))
+        self._lock = threading.RLock()
+        self.credits: int | None = None  # None: unlimited
+        self._reset_traffic()
+
+    def _reset_traffic(self) -> None:
+        self._ledger = _Ledger()
+        self._arrivals: dict[tuple[str, str], int] = {}
+        self._otp: dict[str, _OtpCode] = {}
+        self._schedules: dict[str, _Schedule] = {}  # by transaction id
+        self._campaigns: dict[str, list[str]] = {}  # campaign id -> transaction ids
+
+    def reset(self) -> None:
+        """Forget all traffic (ledger, OTP codes, schedules); keep faults, clock and credits."""
+        with self._lock:
+            self._reset_traffic()
+
+    # ----- time -------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def local_today(self) -> date:
+        return local_date(self.now(), self.timezone)
+
+    # ----- arrivals (for deterministic ids and fault draws) ---------------
+
+    def arrival(self, path: str, fingerprint: str) -> int:
+        """Ordinal of this request among identical ones (0 for the first)."""
+        with self._lock:
+            key = (path, fingerprint)
+            ordinal = self._arrivals.get(key, 0)
+            self._arrivals[key] = ordinal + 1
+            return ordinal
+
+    # ----- sends ------------------------------------------------------------
+
+    def is_valid_mobile(self, mobile: str) -> bool:
+        return self._valid_mobile.fullmatch(mobile) is not None
+
+    def _check_message(self, sender: str, text: str) -> int:
+        if not _SENDER.fullmatch(sender or ""):
+            raise ProviderError("231", "Invalid sender id")
+        if not text:
+            raise ProviderError("230", "Template mismatch: empty message")
+        if UNFILLED_TEMPLATE_VARIABLE in text:
+            raise ProviderError("230", "Template mismatch")
+        return count_segments(text).segments
+
+    def _charge(self, units: int) -> None:
+        if self.credits is not None:
+            if units > self.credits:
+                raise ProviderError("301", "Insufficient credits")
+            self.credits -= units
+
+    def submit(self, request: SendRequest, fingerprint: str, arrival: int) -> SendReceipt:
+        """Validate, bill and record one /send request (or schedule it)."""
+        segments = self._check_message(request.sender, request.text)
+        accepted: list[str] = []
+        invalid: list[str] = []
+        seen: set[str] = set()
+        for mobile in request.mobiles:
+            if not self.is_valid_mobile(mobile):
+                invalid.append(mobile)
+            elif not (request.duplicate_check and mobile in seen):
+                accepted.append(mobile)
+                seen.add(mobile)
+        if not accepted:
+            raise ProviderError("235", "No valid mobile number")
+        txn_id = generation.transaction_id(self.seed, fingerprint, arrival)
+        with self._lock:
+            now = self.now()
+            now_ms = epoch_ms(now)
+            self._release_due_schedules(now_ms)
+            scheduled = request.schedule_time is not None and epoch_ms(request.schedule_time) > now_ms
+            campaign = None
+            if scheduled:
+                campaign = self._schedule(request, tuple(accepted), fingerprint, arrival, now_ms)
+                txn_id = self._campaigns[campaign][0]
+            elif not request.test_message:
+                self._charge(segments * len(accepted))
+                self._append(request, accepted, segments, txn_id, None, fingerprint, arrival, now_ms)
+        return SendReceipt(txn_id, tuple(accepted), tuple(invalid), campaign, now)
+
+    def _append(
+        self,
+        request: SendRequest,
+        recipients: Sequence[str],
+        segments: int,
+        txn_id: str,
+        campaign: str | None,
+        fingerprint: str,
+        arrival: int,
+        submitted_ms: int,
+        part: int = 0,
+    ) -> None:
+        """Bill ``recipients``: one request tuple plus one array slot each (lock held)."""
+        ledger = self._ledger
+        seed = self.seed
+        submitted = from_epoch_ms(submitted_ms)
+        local = submitted.astimezone(self.timezone)
+        repeats: dict[str, int] = {}
+        first_row = len(ledger.msg_ids)
+        for mobile in recipients:
+            repeat = repeats.get(mobile, 0)
+            repeats[mobile] = repeat + 1
+            message_id = generation.msg_id(seed, fingerprint, arrival, part, mobile, repeat)
+            line = generation.timeline(seed, message_id, submitted_ms)
+            ledger.msg_ids.append(message_id)
+            ledger.mobiles.append(mobile)
+            ledger.final.append(line.final)
+            ledger.intermediate.append(line.intermediate)
+            ledger.intermediate_ms.append(line.intermediate_ms)
+            ledger.final_ms.append(line.final_ms)
+            ledger.noise.append(line.noise)
+        index = len(ledger.requests)
+        ledger.requests.append(
+            BilledRequest(
+                transaction_id=txn_id,
+                campaign_id=campaign,
+                sender=request.sender,
+                msg_type=request.msg_type,
+                text=request.text,
+                units=segments,
+                submitted_ms=submitted_ms,
+                fingerprint=fingerprint,
+                first_row=first_row,
+                count=len(recipients),
+                local_day=local.date(),
+                afternoon=local.hour >= 12,
+            )
+        )
+        ledger.by_day.setdefault(local.date(), array("I")).append(index)
+        if txn_id != OTP_TRANSACTION_ID:
+            ledger.by_transaction.setdefault(txn_id, []).append(index)
+
+    # ----- scheduled sends ------------------------------------------------
+
+    def _schedule(
+        self, request: SendRequest, recipients: tuple[str, ...], fingerprint: str, arrival: int, now_ms: int
+    ) -> str:
+        campaign = generation.campaign_id(self.seed, fingerprint, arrival)
+        txn_ids = []
+        assert request.schedule_time is not None
+        for part, start in enumerate(range(0, len(recipients), CAMPAIGN_SPLIT)):
+            txn_id = generation.split_transaction_id(self.seed, fingerprint, arrival, part)
+            self._schedules[txn_id] = _Schedule(
+                request=request,
+                recipients=recipients[start : start + CAMPAIGN_SPLIT],
+                fingerprint=fingerprint,
+                arrival=arrival,
+                part=part,
+                transaction_id=txn_id,
+                campaign_id=campaign,
+                created_ms=now_ms,
+                due_ms=epoch_ms(request.schedule_time),
+            )
+            txn_ids.append(txn_id)
+        self._campaigns[campaign] = txn_ids
+        return campaign
+
+    def _release_due_schedules(self, now_ms: int) -> None:
+        """Submit (and bill) every schedule whose time has come (lock held)."""
+        due = sorted(
+            (s for s in self._schedules.values() if s.state == "scheduled" and s.due_ms <= now_ms),
+            key=lambda s: (s.due_ms, s.transaction_id),
+        )
+        for sched in due:
+            segments = count_segments(sched.request.text).segments
+            try:
+                self._charge(segments * len(sched.recipients))
+            except ProviderError:
+                sched.state = "failed"
+                continue
+            self._append(sched.request, sched.recipients, segments, sched.transaction_id, sched.campaign_id,
+                         sched.fingerprint, sched.arrival, sched.due_ms, sched.part)
+            sched.state = "completed"
+
+    def schedules(self) -> list[_Schedule]:
+        with self._lock:
+            self._release_due_schedules(epoch_ms(self.now()))
+            return [s for s in self._schedules.values() if s.state == "scheduled"]
+
+    def update_schedule(self, transaction_id: str, due: datetime) -> None:
+        with self._lock:
+            now_ms = epoch_ms(self.now())
+            self._release_due_schedules(now_ms)
+            sched = self._schedules.get(transaction_id)
+            if sched is None or sched.state != "scheduled":
+                raise ProviderError("404", "No pending schedule with this uuid")
+            sched.due_ms = epoch_ms(due)
+            sched.updated_ms = now_ms
+            self._release_due_schedules(now_ms)
+
+    def delete_schedule(self, transaction_id: str) -> None:
+        with self._lock:
+            now_ms = epoch_ms(self.now())
+            self._release_due_schedules(now_ms)
+            sched = self._schedules.get(transaction_id)
+            if sched is None or sched.state != "scheduled":
+                raise ProviderError("404", "No pending schedule with this uuid")
+            sched.state = "cancelled"
+            sched.updated_ms = now_ms
+
+    def campaign(self, campaign_id: str) -> list[_Schedule]:
+        with self._lock:
+            self._release_due_schedules(epoch_ms(self.now()))
+            return [self._schedules[t] for t in self._campaigns.get(campaign_id, ())]
+
+    # ----- OTP --------------------------------------------------------------
+
+    def otp_generate(
+        self,
+        *,
+        mobile: str,
+        sender: str,
+        msg_type: str,
+        template: str,
+        code: str,
+        expiry_s: int,
+        fingerprint: str,
+        arrival: int,
+    ) -> OtpReceipt:
+        if not self.is_valid_mobile(mobile):
+            raise ProviderError("235", "No valid mobile number")
+        if PLACEHOLDER_OTP not in template:
+            raise ProviderError("230", f"Template mismatch: no {PLACEHOLDER_OTP} placeholder")
+        text = template.replace(PLACEHOLDER_OTP, code)
+        segments = self._check_message(sender, text)
+        with self._lock:
+            now = self.now()
+            now_ms = epoch_ms(now)
+            previous = self._otp.get(mobile)
+            if previous is not None and now_ms - previous.created_ms < self.otp_retry_after_s * 1000:
+                raise ProviderError("429", f"Retry after {self.otp_retry_after_s} seconds")
+            self._charge(segments)
+            request = SendRequest(sender, msg_type, text, (mobile,), False, None, False)
+            self._append(request, (mobile,), segments, OTP_TRANSACTION_ID, None, fingerprint, arrival, now_ms)
+            kind = "retry" if previous is not None and not previous.used and previous.expires_ms > now_ms else "new"
+            self._otp[mobile] = _OtpCode(code=code, expires_ms=now_ms + expiry_s * 1000, created_ms=now_ms)
+        return OtpReceipt(mobile, now, self.otp_retry_after_s, kind)
+
+    def otp_verify(self, mobile: str, code: str) -> None:
+        """Accept the latest code for ``mobile`` once; raise ProviderError otherwise."""
+        with self._lock:
+            entry = self._otp.get(mobile)
+            now_ms = epoch_ms(self.now())
+            if entry is None or entry.used:
+                raise ProviderError("404", "No OTP pending for this mobile")
+            if entry.expires_ms <= now_ms:
+                raise ProviderError("410", "OTP expired")
+            if not hmac.compare_digest(entry.code.encode(), (code or "").encode()):
+                raise ProviderError("401", "Invalid OTP")
+            entry.used = True
+
+    # ----- reading ----------------------------------------------------------
+
+    def view(self) -> LedgerView:
+        """A snapshot to read reports from without holding the lock."""
+        with self._lock:
+            now_ms = epoch_ms(self.now())
+            self._release_due_schedules(now_ms)
+            return LedgerView(self._ledger, len(self._ledger.requests), now_ms)
+
+    def ledger_entries(self, *, transaction_id: str | None = None) -> Iterator[LedgerEntry]:
+        """Every billed recipient, in billing order (optionally of one transaction)."""
+        view = self.view()
+        ledger = view.ledger
+        indices: Sequence[int]
+        if transaction_id is None:
+            indices = range(view.request_count)
+        elif transaction_id == OTP_TRANSACTION_ID:  # OTP sends are not indexed by transaction
+            indices = [i for i in range(view.request_count)
+                       if ledger.requests[i].transaction_id == OTP_TRANSACTION_ID]
+        else:
+            indices = [i for i in ledger.by_transaction.get(transaction_id, ()) if i < view.request_count]
+        for index in indices:
+            req = ledger.requests[index]
+            submitted = from_epoch_ms(req.submitted_ms)
+            for row in range(req.first_row, req.first_row + req.count):
+                yield LedgerEntry(req.transaction_id, ledger.msg_ids[row], ledger.mobiles[row], req.units,
+                                  req.sender, req.msg_type, submitted, req.fingerprint, req.campaign_id)
+
+    def ledger_size(self) -> int:
+        with self._lock:
+            return len(self._ledger.msg_ids)
+
+    def billed_units(self) -> int:
+        view = self.view()
+        return sum(r.units * r.count for r in view.ledger.requests[: view.request_count])
