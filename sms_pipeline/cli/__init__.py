@@ -18,6 +18,7 @@ from sms_pipeline.errors import UserError
 COMMAND_MODULES = (
     "sms_pipeline.cli.db",
     "sms_pipeline.cli.settings_cmd",
+    "sms_pipeline.cli.simulator",
 )
 
 log = logging.getLogger("sms_pipeline.cli")
