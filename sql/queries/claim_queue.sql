@@ -23,8 +23,9 @@ UPDATE msg.outbound_message m
        claimed_at = %(now)s::timestamptz,
        attempt_count = m.attempt_count + 1,
        updated_at = %(now)s::timestamptz
-  FROM due
- WHERE m.id = due.id
-   AND m.created_at = due.created_at
-   AND m.state = 'pending'
+ -- ids are unique across partitions (one identity); the created_at list only
+ -- prunes partitions. Arrays rather than a join: a join lets the planner hash
+ -- the whole pending queue to update a batch of it.
+ WHERE m.id = ANY (ARRAY(SELECT id FROM due))
+   AND m.created_at = ANY (ARRAY(SELECT created_at FROM due))
 RETURNING m.*

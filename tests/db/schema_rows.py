@@ -57,3 +57,11 @@ def fetch(conn: psycopg.Connection, key: tuple[int, datetime], *columns: str) ->
         sql.SQL(", ").join(map(sql.Identifier, columns))
     )
     return conn.execute(query, key).fetchone()
+
+
+def update_message(conn: psycopg.Connection, key: tuple[int, datetime], **columns: Any) -> int:
+    """UPDATE one row's columns; returns the row count."""
+    query = sql.SQL("UPDATE msg.outbound_message SET {} WHERE id = %(id)s AND created_at = %(created_at)s").format(
+        sql.SQL(", ").join(sql.SQL("{} = {}").format(sql.Identifier(c), sql.Placeholder(c)) for c in columns)
+    )
+    return conn.execute(query, {**columns, "id": key[0], "created_at": key[1]}).rowcount

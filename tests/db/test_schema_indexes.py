@@ -1,0 +1,142 @@
+"""Each of the four access-pattern queries runs on its partial index at realistic volume."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from schema_rows import month_start
+from sms_pipeline.db import queries
+
+ROWS = 200_000
+MONTHS_BACK = 3
+
+# One INSERT through the parent (registries and all), rows spread evenly from
+# the start of the month MONTHS_BACK months ago until now, oldest first (so
+# every past month's partition is full-sized). Proportions as a steady pipeline leaves
+# them: older rows finished (mostly delivered), the last three days still
+# partly awaiting receipts, the last minutes still queued. One row in five is
+# OTP (no transaction id); a few hundred recipients per sender repeat.
+SEED = """
+INSERT INTO msg.outbound_message
+    (business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding, segments,
+     state, state_reason, provider_txn_id, provider_message_id, created_at, claimed_at, submitted_at,
+     billable_units, updated_at)
+SELECT 'seed-' || g, 'tenant-a', 'sms', cls, '9198' || lpad((g %% 50000)::text, 8, '0'),
+       CASE cls WHEN 'otp' THEN 'OTPSMS' ELSE 'SGCSMS' END, 'body', 'GSM7', 1,
+       st::msg.message_state, NULL,
+       CASE WHEN cls <> 'otp' AND st NOT IN ('pending', 'claimed') THEN 'txn-' || (g / 50) END,
+       CASE WHEN st IN ('delivered', 'failed', 'expired', 'submitted') THEN 'm' || g END,
+       created, claimed, submitted, CASE WHEN submitted IS NOT NULL THEN 1 END, created
+  FROM (
+    SELECT g, cls, st, created,
+           CASE WHEN st <> 'pending' THEN created + interval '2 seconds' END AS claimed,
+           CASE WHEN st IN ('submitted', 'delivered', 'failed', 'expired') THEN created + interval '3 seconds' END
+               AS submitted
+      FROM (
+        SELECT g, cls, created,
+               CASE
+                 WHEN age < interval '10 minutes' THEN CASE WHEN bucket < 90 THEN 'pending' ELSE 'claimed' END
+                 WHEN age < interval '3 days' THEN
+                   CASE WHEN bucket < 30 THEN 'submitted' WHEN bucket < 90 THEN 'delivered'
+                        WHEN bucket < 95 THEN 'failed' WHEN bucket < 99 THEN 'rejected' ELSE 'unknown' END
+                 ELSE
+                   CASE WHEN bucket < 88 THEN 'delivered' WHEN bucket < 94 THEN 'failed'
+                        WHEN bucket < 96 THEN 'expired' WHEN bucket < 99 THEN 'rejected' ELSE
+                        CASE WHEN g %% 7 = 0 THEN 'unknown' ELSE 'delivered' END END
+               END AS st
+          FROM (
+            SELECT g, (g * 7919) %% 100 AS bucket,
+                   CASE WHEN g %% 5 = 0 THEN 'otp' WHEN g %% 5 = 1 THEN 'promotional' ELSE 'transactional' END AS cls,
+                   %(now)s::timestamptz - (%(rows)s - g) * %(spacing)s::interval AS created,
+                   (%(rows)s - g) * %(spacing)s::interval AS age
+              FROM generate_series(1, %(rows)s) AS g
+          ) numbered
+      ) staged
+  ) timed
+"""
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+def _index_parents(db: psycopg.Connection) -> dict[str, str]:
+    """Partition index name -> the parent (partitioned) index it belongs to."""
+    rows = db.execute(
+        """SELECT child.relname, parent.relname
+             FROM pg_inherits i
+             JOIN pg_class child ON child.oid = i.inhrelid
+             JOIN pg_class parent ON parent.oid = i.inhparent
+            WHERE parent.relkind = 'I'"""
+    )
+    return dict(rows.fetchall())
+
+
+def _plan_nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def _scans(db: psycopg.Connection, query: str, params: dict) -> tuple[set[str], set[str]]:
+    """(parent indexes scanned, tables sequentially scanned) in the query's plan."""
+    (plan,) = db.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchone()[0]
+    parents = _index_parents(db)
+    indexes, seq_scans = set(), set()
+    for node in _plan_nodes(plan["Plan"]):
+        if "Index Name" in node:
+            indexes.add(parents.get(node["Index Name"], node["Index Name"]))
+        if node["Node Type"] == "Seq Scan":
+            seq_scans.add(node["Relation Name"])
+    return indexes, seq_scans
+
+
+ACCESS_PATTERNS = [
+    ("claim_queue", "outbound_message_claim_idx",
+     {"channel": "sms", "message_class": "transactional", "now": NOW, "limit": 500}),
+    ("stuck_claims", "outbound_message_stuck_claims_idx",
+     {"lease_expired_before": NOW - timedelta(minutes=5), "now": NOW}),
+    ("reconciliation_candidates", "outbound_message_open_idx",
+     {"attempted_from": NOW - timedelta(days=2), "attempted_before": NOW - timedelta(days=1)}),
+    ("correlation_candidates", "outbound_message_correlate_idx",
+     {"recipient": "919800012345", "sender_id": "OTPSMS",
+      "window_start": NOW - timedelta(days=1, seconds=90), "window_end": NOW - timedelta(days=1, seconds=-90)}),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_each_access_pattern_uses_its_partial_index_at_volume(db):
+    start = month_start(-MONTHS_BACK)
+    db.execute("SELECT msg.ensure_partitions(%s, %s)", (start, MONTHS_BACK + 2))
+    spacing = (NOW - start) / ROWS
+    db.execute(SEED, {"now": NOW, "rows": ROWS, "spacing": spacing})
+    db.execute("ANALYZE msg.outbound_message")
+    states = dict(db.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
+    assert sum(states.values()) == ROWS
+    assert 0 < states["pending"] < states["submitted"] < states["delivered"]
+
+    # Months ahead are empty; reading an empty table is free, whatever the plan.
+    populated = {
+        name
+        for (name,) in db.execute(
+            "SELECT DISTINCT tableoid::regclass::text FROM msg.outbound_message"
+        ).fetchall()
+    }
+    populated = {name.removeprefix("msg.") for name in populated}
+    assert len(populated) == MONTHS_BACK + 1
+
+    for name, index, params in ACCESS_PATTERNS:
+        query = queries.load(name)
+        indexes, seq_scans = _scans(db, query, params)
+        assert index in indexes, f"{name}: planned on {indexes or 'no index'}"
+        assert not seq_scans & populated, f"{name}: seq scan on {seq_scans & populated}"
+
+        # The same holds for the generic plan a prepared statement settles on.
+        db.execute("SET plan_cache_mode = force_generic_plan")
+        try:
+            indexes, _ = _scans(db, query, params)
+            assert index in indexes, f"{name} (generic plan): planned on {indexes or 'no index'}"
+        finally:
+            db.execute("RESET plan_cache_mode")
