@@ -26,6 +26,7 @@ import logging
 import socket
 import threading
 import time
+from dataclasses import dataclass
 
 from sms_pipeline.simulator import faults as faults_module
 from sms_pipeline.simulator.app import NETWORK_FAULT_HEADER
@@ -59,7 +60,7 @@ class FaultProxy:
         self._loop_thread: threading.Thread | None = None
         self._started = time.monotonic()
         self._ticker: asyncio.Task[None] | None = None
-        self._transports: set[asyncio.BaseTransport] = set()  # open client and app sides
+        self._links: set[_Link] = set()
 
     # ----- listening (refuse_connection) -------------------------------------
 
@@ -85,6 +86,11 @@ class FaultProxy:
             self._server.close()
             self._server = None
             self._faults.count("refuse_connection")
+            # A server that goes away takes its idle kept-alive connections with
+            # it, so a client's next request must connect anew (and be refused).
+            for link in [link for link in self._links if not link.busy]:
+                link.abort()
+            await asyncio.sleep(0)  # let the transports close their sockets
         elif not refusing and self._server is None:
             self._server = await asyncio.start_server(self._serve, sock=listening_socket(self._host, self.port))
 
@@ -106,8 +112,8 @@ class FaultProxy:
         if self._server is not None:
             self._server.close()
             self._server = None
-        for transport in list(self._transports):
-            transport.abort()
+        for link in list(self._links):
+            link.abort()
 
     # ----- one client connection ----------------------------------------------
 
@@ -117,11 +123,11 @@ class FaultProxy:
         except OSError:
             client_writer.transport.abort()
             return
-        pair = {client_writer.transport, upstream_writer.transport}
-        self._transports |= pair
-        pump = asyncio.create_task(self._pump(client_reader, upstream_writer))
+        link = _Link(client_writer, upstream_writer)
+        self._links.add(link)
+        pump = asyncio.create_task(self._pump(client_reader, link))
         try:
-            await self._relay_responses(upstream_reader, client_reader, client_writer, pump)
+            await self._relay_responses(upstream_reader, client_reader, link, pump)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
             client_writer.transport.abort()
         finally:
@@ -129,19 +135,21 @@ class FaultProxy:
             upstream_writer.transport.abort()
             if not client_writer.transport.is_closing():
                 client_writer.close()
-            self._transports -= pair
+            self._links.discard(link)
 
     @staticmethod
-    async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(reader: asyncio.StreamReader, link: _Link) -> None:
         """Client bytes to the app, unchanged; the client's EOF closes the app side."""
         with contextlib.suppress(ConnectionError):
             while data := await reader.read(1 << 16):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
+                link.busy = True
+                link.upstream.write(data)
+                await link.upstream.drain()
+        link.upstream.close()
 
     async def _relay_responses(self, upstream: asyncio.StreamReader, client_reader: asyncio.StreamReader,
-                               client: asyncio.StreamWriter, pump: asyncio.Task[None]) -> None:
+                               link: _Link, pump: asyncio.Task[None]) -> None:
+        client = link.client
         while True:
             try:
                 head = await upstream.readuntil(b"\r\n\r\n")
@@ -160,6 +168,7 @@ class FaultProxy:
             client.write(head)
             await _forward_body(upstream, client, head, headers)
             await client.drain()
+            link.busy = False
 
     @staticmethod
     async def _stall(client_reader: asyncio.StreamReader, stall_s: float) -> None:
@@ -168,6 +177,19 @@ class FaultProxy:
             async with asyncio.timeout(stall_s):
                 while await client_reader.read(1 << 16):
                     pass
+
+
+@dataclass(eq=False)
+class _Link:
+    """One proxied connection: the client side and the app side."""
+
+    client: asyncio.StreamWriter
+    upstream: asyncio.StreamWriter
+    busy: bool = False  # a request is on its way or being answered
+
+    def abort(self) -> None:
+        self.client.transport.abort()
+        self.upstream.transport.abort()
 
 
 def _parse_head(head: bytes) -> dict[bytes, bytes]:
