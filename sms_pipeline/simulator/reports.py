@@ -97,15 +97,13 @@ def resolve(view: LedgerView, requests: Iterable[BilledRequest], unmapped_rate: 
     for req in requests:
         elapsed = now_ms - req.submitted_ms
         for row in range(req.first_row, req.first_row + req.count):
-            code = final[row]  # 0 means the message never gets a final receipt
-            if code and elapsed >= final_ms[row]:
-                status, delivery_ms = STATUSES[code], req.submitted_ms + final_ms[row]
+            status = STATUSES[generation.status_at(final[row], intermediate[row], intermediate_ms[row],
+                                                   final_ms[row], elapsed)]
+            delivery_ms = None
+            if status.final:
+                delivery_ms = req.submitted_ms + final_ms[row]
                 if unmapped_rate and generation.row_fault_draw(noise[row], generation.UNMAPPED_SLOT) < unmapped_rate:
                     status = generation.unmapped_variant(status, noise[row])
-            else:
-                code = intermediate[row]
-                visible = code and elapsed >= intermediate_ms[row]
-                status, delivery_ms = STATUSES[code if visible else generation.SUBMITTED], None
             yield ResolvedRow(req, row, status, delivery_ms)
 
 
