@@ -15,7 +15,10 @@ from sms_pipeline import settings as settings_module
 from sms_pipeline.pipeline.resources import build_resources
 from sms_pipeline.settings import Settings
 
-PIPELINE_MODULES: tuple[str, ...] = ()
+PIPELINE_MODULES: tuple[str, ...] = (
+    "sms_pipeline.pipeline.ingest_assets",
+    "sms_pipeline.pipeline.schedules",
+)
 
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:

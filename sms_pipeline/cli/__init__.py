@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "sms_pipeline.cli.db",
     "sms_pipeline.cli.settings_cmd",
     "sms_pipeline.cli.simulator",
+    "sms_pipeline.cli.pipeline_cmds",
 )
 
 log = logging.getLogger("sms_pipeline.cli")

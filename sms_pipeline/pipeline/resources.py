@@ -10,6 +10,7 @@ import os
 from contextlib import contextmanager
 from collections.abc import Iterator
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import psycopg
@@ -17,6 +18,7 @@ import psycopg
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import Clock, FrozenClock, RealClock
 from sms_pipeline.db import connection
+from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Secret, Settings
 
 
@@ -50,9 +52,8 @@ class ProviderResource(dg.ConfigurableResource):
     api_key: str | None = None
     timezone: str = "Asia/Kolkata"
 
-    def client(self):
-        from sms_pipeline.provider.client import ProviderClient
-
+    def client(self) -> ProviderClient:
+        """A new client (a context manager: close it when the step is done)."""
         base = settings_module.load()
         cfg = settings_module.replace(
             base,
@@ -60,6 +61,7 @@ class ProviderResource(dg.ConfigurableResource):
             provider_userid=self.userid,
             provider_password=Secret(self.password) if self.password else None,
             provider_api_key=Secret(self.api_key) if self.api_key else None,
+            provider_timezone=ZoneInfo(self.timezone),
         )
         return ProviderClient.from_settings(cfg)
 

@@ -1,0 +1,231 @@
+"""Dagster assets that bring the provider's reports in (group ``ingest``).
+
+- ``dlr/day_report`` (day partitions): the zipped day report of day D.
+- ``dlr/transaction_reports`` (day partitions, after the day report):
+  by-transaction reports for D's transactions that are still open.
+- ``dlr/intraday_delivery_reports`` (unpartitioned, hourly): today's getDlr
+  pages, so OTP outcomes are known within the hour.
+
+The work is in :mod:`sms_pipeline.ingest`; these assets loop over the days
+of a run, commit each day on its own, and turn the results into metadata a
+person can read (never recipient numbers or message text). A range run goes
+day by day: a day that fails (e.g. a corrupt zip) is reported and the other
+days still load; the days that finished are recorded as materialised even
+when the run fails.
+"""
+
+# No `from __future__ import annotations`: Dagster inspects the asset
+# functions' annotations (context and resource types) at definition time.
+
+from collections.abc import Callable, Mapping
+from datetime import date
+from typing import Any, TypeVar
+
+import dagster as dg
+
+from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
+from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_reports
+from sms_pipeline.ingest.status_counts import StatusCounts
+from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
+from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
+from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.pipeline.schedules import HOURLY_TAGS
+from sms_pipeline.provider.results import ProviderCallError
+from sms_pipeline.settings import Settings
+
+GROUP = "ingest"
+DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
+TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
+INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
+
+Result = TypeVar("Result")
+
+
+def definitions(settings: Settings) -> dg.Definitions:
+    partitions = day_partitions(settings)
+
+    @dg.asset(
+        key=DAY_REPORT,
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        kinds={"python", "postgres"},
+        description=(
+            "The provider's zipped day report of day D (every message submitted on D with its latest "
+            "status), verified and loaded into dlr.day_report_rows with a checkpoint. An unchanged "
+            "download writes nothing; a corrupt or truncated one fails the day and writes nothing."
+        ),
+    )
+    def day_report(
+        context: dg.AssetExecutionContext,
+        settings: SettingsResource,
+        database: DatabaseResource,
+        provider: ProviderResource,
+        clock: ClockResource,
+    ) -> dg.MaterializeResult:
+        tz = settings.get().provider_timezone
+        app_clock = clock.clock()
+        with provider.client() as client, database.connect(autocommit=True) as conn:
+            return _day_by_day(
+                context, lambda day: load_day_report(conn, client, day, tz, app_clock), day_report_metadata,
+            )
+
+    @dg.asset(
+        key=TRANSACTION_REPORTS,
+        deps=[DAY_REPORT],
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        kinds={"python", "postgres"},
+        description=(
+            "By-transaction reports for the transactions submitted on day D that still have rows "
+            "without a final status (and none in the day report), paced and bounded; raw answers in "
+            "dlr.txn_report_rows, replaced per transaction when they change."
+        ),
+    )
+    def transaction_reports(
+        context: dg.AssetExecutionContext,
+        settings: SettingsResource,
+        database: DatabaseResource,
+        provider: ProviderResource,
+        clock: ClockResource,
+    ) -> dg.MaterializeResult:
+        cfg = settings.get()
+        app_clock = clock.clock()
+
+        def fetch(day: date) -> TransactionReports:
+            result = fetch_transaction_reports(
+                conn, client, day, cfg.provider_timezone, app_clock, concurrency=cfg.report_concurrency
+            )
+            if result.failed:
+                first_id, reason = next(iter(result.failed.items()))
+                raise ProviderCallError(
+                    f"transaction reports {day.isoformat()}: {len(result.failed)} of {result.transactions} "
+                    f"kept failing (first: {first_id}: {reason}); the others are stored"
+                )
+            return result
+
+        with provider.client() as client, database.connect(autocommit=True) as conn:
+            return _day_by_day(context, fetch, transaction_reports_metadata)
+
+    @dg.asset(
+        key=INTRADAY_DELIVERY_REPORTS,
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        tags=HOURLY_TAGS,
+        kinds={"python", "postgres"},
+        description=(
+            "Today's receipts (provider-local day) through the paged getDlr report, replacing the "
+            "previous pull in dlr.getdlr_rows, so OTP outcomes are known within the hour."
+        ),
+    )
+    def intraday_delivery_reports(
+        settings: SettingsResource,
+        database: DatabaseResource,
+        provider: ProviderResource,
+        clock: ClockResource,
+    ) -> dg.MaterializeResult:
+        tz = settings.get().provider_timezone
+        with provider.client() as client, database.connect(autocommit=True) as conn:
+            result = load_intraday_delivery_reports(conn, client, tz, clock.clock())
+        return dg.MaterializeResult(metadata=intraday_metadata(result))
+
+    return dg.Definitions(assets=[day_report, transaction_reports, intraday_delivery_reports])
+
+
+def _day_by_day(
+    context: dg.AssetExecutionContext,
+    work: Callable[[date], Result],
+    metadata: Callable[[Result], Mapping[str, Any]],
+) -> dg.MaterializeResult:
+    """Run ``work`` for each day of the run, each committing on its own.
+
+    A day whose report is unusable (a provider-side problem, named in a
+    ``ProviderCallError``) does not stop the others; anything else (database
+    gone, a bug) stops the run at once. Either way the days that finished are
+    recorded as materialised before the run fails.
+    """
+    finished: dict[str, Mapping[str, Any]] = {}
+    failed: dict[str, str] = {}
+    try:
+        for key in context.partition_keys:
+            try:
+                result = work(date.fromisoformat(key))
+            except ProviderCallError as exc:
+                context.log.error(str(exc))
+                failed[key] = str(exc)
+                continue
+            finished[key] = metadata(result)
+            context.log.info(f"{context.asset_key.to_user_string()} {key}: {_one_line(finished[key])}")
+        if not failed:
+            for key, meta in finished.items():
+                context.add_asset_metadata(meta, partition_key=key)
+            return dg.MaterializeResult()
+    except BaseException:
+        _record_finished(context, finished)
+        raise
+    _record_finished(context, finished)
+    raise dg.Failure(
+        description=f"{len(failed)} of {len(context.partition_keys)} day(s) failed: " + "; ".join(failed.values()),
+        metadata={"failed_days": sorted(failed), "finished_days": sorted(finished)},
+    )
+
+
+def _record_finished(context: dg.AssetExecutionContext, finished: Mapping[str, Mapping[str, Any]]) -> None:
+    for key, meta in finished.items():
+        context.log_event(dg.AssetMaterialization(asset_key=context.asset_key, partition=key, metadata=meta))
+
+
+def _one_line(meta: Mapping[str, Any]) -> str:
+    """The scalar figures, for the run log."""
+    return ", ".join(f"{name}={value}" for name, value in meta.items() if isinstance(value, (str, int, float)))
+
+
+def _statuses(counts: StatusCounts) -> dict[str, Any]:
+    return {
+        "statuses": dict(counts.by_word),
+        "unmapped_statuses": dict(counts.unmapped),
+        "unmapped_rows": sum(counts.unmapped.values()),
+    }
+
+
+def day_report_metadata(load: DayReportLoad) -> dict[str, Any]:
+    return {
+        "rows": load.rows,
+        "unchanged": load.skipped_same_checksum,
+        "checksum": load.checksum,
+        "download_bytes": load.download_bytes,
+        "duplicates": load.duplicates,
+        **_statuses(load.statuses),
+        "unparsed_times": load.unparsed_times,
+        "ignored_columns": ", ".join(load.ignored_columns) or "none",
+        "duration_s": round(load.duration_s, 3),
+        "loaded_at": dg.MetadataValue.timestamp(load.loaded_at) if load.loaded_at else "never",
+    }
+
+
+def transaction_reports_metadata(result: TransactionReports) -> dict[str, Any]:
+    return {
+        "transactions": result.transactions,
+        "changed": result.changed,
+        "unchanged": result.unchanged,
+        "no_report_yet": result.empty,
+        "rows": result.rows,
+        **_statuses(result.statuses),
+        "duration_s": round(result.duration_s, 3),
+    }
+
+
+def intraday_metadata(load: IntradayLoad) -> dict[str, Any]:
+    return {
+        "day": load.day.isoformat(),
+        "rows": load.rows,
+        "unchanged": load.skipped_same_checksum,
+        "checksum": load.checksum,
+        "duplicates": load.duplicates,
+        **_statuses(load.statuses),
+        "duration_s": round(load.duration_s, 3),
+        "loaded_at": dg.MetadataValue.timestamp(load.loaded_at) if load.loaded_at else "never",
+    }

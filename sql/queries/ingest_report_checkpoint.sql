@@ -1,0 +1,8 @@
+-- The checkpoint of one fetched report: what was last loaded for a kind
+-- ('day' zip, 'getdlr' intraday pull) and provider-local date. No row: never
+-- loaded.
+-- Parameters: report_kind, report_date.
+SELECT checksum, rows, bytes, fetched_at, loaded_at
+  FROM dlr.report_checkpoints
+ WHERE report_kind = %(report_kind)s
+   AND report_date = %(report_date)s

@@ -1,0 +1,104 @@
+"""The ingest against a running simulator, a real Postgres and real Dagster runs.
+
+The application's settings come from the environment exactly as in
+production (``SMS_PIPELINE_*`` / ``SMS_PROVIDER_*``, set per test with
+monkeypatch), so the assets run with the project's own resources; only the
+clock resource is pinned to the simulator's virtual time.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, time, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.core.clock import VirtualClock
+from sms_pipeline.core.provider_time import local_date, localise
+from sms_pipeline.db import connection
+from sms_pipeline.provider import ProviderClient
+from sms_pipeline.simulator import RunningSimulator, run_simulator
+
+DAYS_BACK = 6  # the virtual clock starts at 10:00 provider-local, this many days before today
+
+
+@pytest.fixture
+def provider_tz() -> ZoneInfo:
+    return ZoneInfo("Asia/Kolkata")
+
+
+@pytest.fixture
+def sim_start(provider_tz: ZoneInfo) -> datetime:
+    today = local_date(datetime.now().astimezone(), provider_tz)
+    return localise(datetime.combine(today - timedelta(days=DAYS_BACK), time(10)), provider_tz)
+
+
+@pytest.fixture
+def sim_clock(sim_start: datetime) -> VirtualClock:
+    return VirtualClock(sim_start)
+
+
+@pytest.fixture
+def sim_options() -> dict[str, object]:
+    """Extra ``run_simulator`` options (faults, retention); tests override it."""
+    return {}
+
+
+@pytest.fixture
+def simulator(sim_clock: VirtualClock, provider_tz: ZoneInfo, sim_options) -> Iterator[RunningSimulator]:
+    with run_simulator(clock=sim_clock, timezone=provider_tz, seed=11, **sim_options) as running:
+        yield running
+
+
+@pytest.fixture
+def app_env(db_url: str, simulator: RunningSimulator, provider_tz: ZoneInfo, tmp_path: Path) -> dict[str, str]:
+    """The environment the application (and a CLI subprocess) runs with."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
+    env.pop("DAGSTER_HOME", None)
+    env.update({
+        "SMS_PIPELINE_HOME": str(tmp_path / "home"),
+        "SMS_PIPELINE_DATABASE_URL": db_url,
+        "SMS_PROVIDER_BASE_URL": simulator.base_url,
+        "SMS_PROVIDER_USERID": "demo",
+        "SMS_PROVIDER_PASSWORD": "demo",
+        "SMS_PROVIDER_TIMEZONE": provider_tz.key,
+        "SMS_PIPELINE_REPORT_REQUESTS_PER_S": "200",
+        "SMS_PIPELINE_REPORT_CONCURRENCY": "4",
+    })  # fmt: skip
+    return env
+
+
+@pytest.fixture
+def app_settings(app_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> settings_module.Settings:
+    for name in list(os.environ):
+        if name.startswith(settings_module.PREFIXES) or name == "DAGSTER_HOME":
+            monkeypatch.delenv(name)
+    for name, value in app_env.items():
+        if name.startswith(settings_module.PREFIXES):
+            monkeypatch.setenv(name, value)
+    return settings_module.load()
+
+
+@pytest.fixture
+def client(app_settings: settings_module.Settings) -> Iterator[ProviderClient]:
+    """The provider client the tests send traffic with (same account as the application)."""
+    with ProviderClient.from_settings(app_settings, backoff_s=0.01) as provider:
+        yield provider
+
+
+@pytest.fixture
+def second_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
+    """Another fresh migrated database on the same server (a reference run goes there)."""
+    name = f"sms_test_{uuid.uuid4().hex[:12]}"
+    with connection.connect_url(pg_admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    try:
+        yield connection.with_database(pg_admin_url, name)
+    finally:
+        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,104 @@
+"""Helpers for the ingest tests: traffic, outbound rows, Dagster runs, table snapshots."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import date, datetime
+from itertools import count
+
+import dagster as dg
+import psycopg
+
+from sms_pipeline.core.clock import Clock
+from sms_pipeline.pipeline import ingest_assets
+from sms_pipeline.pipeline.resources import ClockResource, build_resources
+from sms_pipeline.pipeline.schedules import partition_range_tags
+from sms_pipeline.provider import ProviderClient, SendAccepted
+from sms_pipeline.settings import Settings
+
+DAY_REPORT = ingest_assets.DAY_REPORT
+TRANSACTION_REPORTS = ingest_assets.TRANSACTION_REPORTS
+INTRADAY = ingest_assets.INTRADAY_DELIVERY_REPORTS
+
+_numbers = count(1)
+
+
+def mobiles(n: int) -> list[str]:
+    """``n`` valid, distinct Indian mobile numbers (distinct across the whole test session)."""
+    return [f"9197{next(_numbers):08d}" for _ in range(n)]
+
+
+def send(client: ProviderClient, recipients: Sequence[str], text: str = "Your order has shipped") -> SendAccepted:
+    outcome = client.send(recipients, text, "SGCSMS")
+    assert isinstance(outcome, SendAccepted), outcome
+    return outcome
+
+
+def insert_outbound(
+    conn: psycopg.Connection,
+    transaction_id: str,
+    recipients: Sequence[str],
+    submitted_at: datetime,
+    *,
+    state: str = "submitted",
+    final_status: str | None = None,
+) -> None:
+    """The worker's rows for one accepted request (the worker itself is tested elsewhere)."""
+    conn.execute("SELECT msg.ensure_partitions(%s, 0)", (submitted_at,))
+    conn.execute(
+        """
+        INSERT INTO msg.outbound_message
+               (business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding,
+                segments, state, provider_txn_id, final_status, created_at, claimed_at, submitted_at,
+                billable_units)
+        SELECT key, 'tenant-a', 'sms', 'transactional', recipient, 'SGCSMS', 'Your order has shipped',
+               'GSM7', 1, %(state)s, %(txn)s, %(final)s, %(at)s, %(at)s, %(at)s, 1
+          FROM unnest(%(recipients)s::text[], %(keys)s::text[]) AS r(recipient, key)
+        """,
+        {"state": state, "txn": transaction_id, "final": final_status, "at": submitted_at,
+         "recipients": list(recipients), "keys": [uuid.uuid4().hex for _ in recipients]},
+    )  # fmt: skip
+
+
+def materialize(
+    settings: Settings,
+    clock: Clock,
+    selection: Sequence[dg.AssetKey],
+    first: date | None = None,
+    last: date | None = None,
+    *,
+    instance: dg.DagsterInstance | None = None,
+    raise_on_error: bool = True,
+) -> dg.ExecuteInProcessResult:
+    """Run the project's ingest assets with the project's resources, the clock pinned to ``clock``."""
+    resources = {**build_resources(settings), "clock": ClockResource(frozen_at=clock.now().isoformat())}
+    tags = partition_range_tags(first, last or first) if first is not None else None
+    return dg.materialize(
+        ingest_assets.definitions(settings).assets,
+        selection=list(selection),
+        resources=resources,
+        instance=instance or dg.DagsterInstance.ephemeral(),
+        tags=tags,
+        raise_on_error=raise_on_error,
+    )
+
+
+def materializations(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[str | None, dict]:
+    """Partition -> metadata values of ``key``'s materialisations in ``result``."""
+    found = {}
+    for event in result.get_asset_materialization_events():
+        m = event.event_specific_data.materialization
+        if m.asset_key == key:
+            found[m.partition] = {name: value.value for name, value in m.metadata.items()}
+    return found
+
+
+def snapshot(conn: psycopg.Connection, table: str, order_by: str) -> list[tuple]:
+    """Every row with its ``xmin``: equal snapshots mean nothing was written, not even the same values."""
+    return conn.execute(f"SELECT xmin::text, * FROM {table} ORDER BY {order_by}").fetchall()
+
+
+def content(conn: psycopg.Connection, table: str, order_by: str) -> list[tuple]:
+    """Every row, without system columns (to compare two databases)."""
+    return conn.execute(f"SELECT * FROM {table} ORDER BY {order_by}").fetchall()
