@@ -9,6 +9,7 @@ same ids, outcomes and files.
 from __future__ import annotations
 
 import hashlib
+import struct
 from typing import NamedTuple
 
 # A share of msgIds lies above 2**63 (most of those have 20 digits), so that
@@ -18,9 +19,18 @@ _LOW_FLOOR = 10**18  # every id has at least 19 digits, no leading zero
 _SIGNED_LIMIT = 2**63
 
 
-def _digest(seed: int, *parts: object, size: int = 32) -> bytes:
+def _hasher(seed: int, *parts: object, size: int = 32) -> hashlib.blake2b:
+    """A hash of the parts so far; ``copy()`` and ``update()`` it with the rest.
+
+    Parts are joined by a unit separator, so hashing a prefix once and the
+    remaining parts per item gives the same digest as hashing all at once.
+    """
     text = "\x1f".join((str(seed), *map(str, parts)))
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=size).digest()
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=size)
+
+
+def _digest(seed: int, *parts: object, size: int = 32) -> bytes:
+    return _hasher(seed, *parts, size=size).digest()
 
 
 def _decimal_id(digest: bytes, high_share: float) -> str:
@@ -46,14 +56,25 @@ def split_transaction_id(seed: int, fingerprint: str, arrival: int, part: int) -
     return _decimal_id(_digest(seed, "txn", fingerprint, arrival, part, size=16), 0.0)
 
 
-def msg_id(seed: int, fingerprint: str, arrival: int, part: int, mobile: str, repeat: int) -> str:
-    """msgId of one recipient.
+class MessageIds:
+    """msgIds of the recipients of one request (the request's part hashed once).
 
-    ``part`` is the transaction's part of a split campaign (0 otherwise) and
-    ``repeat`` separates a number listed twice in one request.
+    ``part`` is the transaction's part of a split campaign (0 otherwise); the
+    ``repeat`` of a call separates a number listed twice in one request.
     """
-    digest = _digest(seed, "msg", fingerprint, arrival, part, mobile, repeat, size=16)
-    return _decimal_id(digest, HIGH_MSG_ID_SHARE)
+
+    def __init__(self, seed: int, fingerprint: str, arrival: int, part: int) -> None:
+        self._prefix = _hasher(seed, "msg", fingerprint, arrival, part, size=16)
+
+    def __call__(self, mobile: str, repeat: int) -> str:
+        hasher = self._prefix.copy()
+        hasher.update(f"\x1f{mobile}\x1f{repeat}".encode())
+        return _decimal_id(hasher.digest(), HIGH_MSG_ID_SHARE)
+
+
+def msg_id(seed: int, fingerprint: str, arrival: int, part: int, mobile: str, repeat: int) -> str:
+    """msgId of one recipient (see :class:`MessageIds`)."""
+    return MessageIds(seed, fingerprint, arrival, part)(mobile, repeat)
 
 
 def otp_code(seed: int, fingerprint: str, arrival: int, length: int, code_type: str) -> str:
@@ -116,8 +137,10 @@ class Timeline(NamedTuple):
     noise: int  # 64 bits for the row-level fault draws
 
 
-def _unit(data: bytes) -> float:
-    return int.from_bytes(data, "big") / 2 ** (8 * len(data))
+# Uniform draws from the first 16 bytes of a timeline digest: outcome (32 bits),
+# intermediate (16), delay bucket (32), position in bucket (32), fraction (16).
+_DRAWS = struct.Struct(">IHIIH")
+_U32, _U16 = float(2**32), float(2**16)
 
 
 def _delay_ms(u_bucket: float, u_within: float) -> int:
@@ -141,9 +164,9 @@ def timeline(seed: int, message_id: str, submitted_ms: int) -> Timeline:
     the never-final ones stay there).
     """
     d = _digest(seed, "timeline", message_id, submitted_ms)
+    outcome, inter, bucket, within, fraction = _DRAWS.unpack_from(d)
     u_outcome, u_inter, u_bucket, u_within, u_fraction = (
-        _unit(d[0:4]), _unit(d[4:6]), _unit(d[6:10]), _unit(d[10:14]), _unit(d[14:16])
-    )
+        outcome / _U32, inter / _U16, bucket / _U32, within / _U32, fraction / _U16)
     delay = _delay_ms(u_bucket, u_within)
     if u_outcome < 0.88:
         final = DELIVRD

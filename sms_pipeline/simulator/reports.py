@@ -40,30 +40,37 @@ class LocalTimes:
     day file formats the same few thousand minutes a million times.
     """
 
+    _SECONDS = tuple(f"{n:02d}" for n in range(60))
+
     def __init__(self, tz: ZoneInfo) -> None:
         self._tz = tz
-        self._minutes: dict[int, datetime] = {}
+        self._plain: dict[int, str] = {}
+        self._human: dict[int, str] = {}
 
-    def _minute(self, minute: int) -> datetime:
-        local = self._minutes.get(minute)
-        if local is None:
-            if len(self._minutes) > 200_000:
-                self._minutes.clear()
-            local = (_EPOCH + timedelta(minutes=minute)).astimezone(self._tz)
-            self._minutes[minute] = local
-        return local
+    def _local(self, minute: int) -> datetime:
+        if len(self._plain) > 200_000:  # bounded, whatever the spread of times
+            self._plain.clear()
+            self._human.clear()
+        return (_EPOCH + timedelta(minutes=minute)).astimezone(self._tz)
 
     def plain(self, ms: int) -> str:
         """``YYYY-MM-DD HH:MM:SS``."""
         seconds = ms // 1000
-        t = self._minute(seconds // 60)
-        return f"{t.year:04d}-{t.month:02d}-{t.day:02d} {t.hour:02d}:{t.minute:02d}:{seconds % 60:02d}"
+        minute = seconds // 60
+        prefix = self._plain.get(minute)
+        if prefix is None:
+            prefix = self._plain[minute] = self._local(minute).strftime("%Y-%m-%d %H:%M:")
+        return prefix + self._SECONDS[seconds % 60]
 
     def human(self, ms: int) -> str:
         """``July 13, 2019 03:44:48`` (the by-transaction report's form)."""
         seconds = ms // 1000
-        t = self._minute(seconds // 60)
-        return f"{_MONTHS[t.month - 1]} {t.day}, {t.year} {t.hour:02d}:{t.minute:02d}:{seconds % 60:02d}"
+        minute = seconds // 60
+        prefix = self._human.get(minute)
+        if prefix is None:
+            t = self._local(minute)
+            prefix = self._human[minute] = f"{_MONTHS[t.month - 1]} {t.day}, {t.year} {t.hour:02d}:{t.minute:02d}:"
+        return prefix + self._SECONDS[seconds % 60]
 
 
 class ResolvedRow(NamedTuple):
@@ -131,6 +138,7 @@ def day_report_chunks(view: LedgerView, day: date, tz: ZoneInfo, rates: dict[str
     ledger = view.ledger
     msg_ids, mobiles, noise = ledger.msg_ids, ledger.mobiles, ledger.noise
     lines = [",".join(DAY_REPORT_HEADER) + "\r\n"]
+    status_fields: dict[Status, str] = {}  # "word,cause,code" per status, quoted once
     current: BilledRequest | None = None
     prefix = suffix = ""
     for req, row, status, delivery_ms in resolve(view, requests_on(view, days), rates["unmapped_status"]):
@@ -142,8 +150,10 @@ def day_report_chunks(view: LedgerView, day: date, tz: ZoneInfo, rates: dict[str
             suffix = (f",{csv_field(req.sender)},{csv_field(req.text)},{csv_field(req.msg_type)},"
                       f"{times.plain(req.submitted_ms)},")
         delivery = "" if delivery_ms is None else times.plain(delivery_ms)
-        line = (f"{msg_ids[row]},{prefix}{mobiles[row]}{suffix}{delivery},{csv_field(status.word)},"
-                f"{csv_field(status.cause)},{status.error_code},{req.units}\r\n")
+        shown = status_fields.get(status)
+        if shown is None:
+            shown = status_fields[status] = f"{csv_field(status.word)},{csv_field(status.cause)},{status.error_code}"
+        line = f"{msg_ids[row]},{prefix}{mobiles[row]}{suffix}{delivery},{shown},{req.units}\r\n"
         lines.append(line)
         if duplicate and generation.row_fault_draw(noise[row], generation.DUPLICATE_SLOT) < duplicate:
             lines.append(line)

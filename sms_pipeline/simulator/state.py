@@ -307,10 +307,11 @@ class SimulatorState:
         local = submitted.astimezone(self.timezone)
         repeats: dict[str, int] = {}
         first_row = len(ledger.msg_ids)
+        message_ids = generation.MessageIds(seed, fingerprint, arrival, part)
         for mobile in recipients:
             repeat = repeats.get(mobile, 0)
             repeats[mobile] = repeat + 1
-            message_id = generation.msg_id(seed, fingerprint, arrival, part, mobile, repeat)
+            message_id = message_ids(mobile, repeat)
             line = generation.timeline(seed, message_id, submitted_ms)
             ledger.msg_ids.append(message_id)
             ledger.mobiles.append(mobile)
