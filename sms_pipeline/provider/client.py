@@ -17,7 +17,6 @@ import hashlib
 import logging
 import os
 import random
-import re
 import tempfile
 import threading
 import time
@@ -33,6 +32,7 @@ from sms_pipeline.core.provider_time import format_schedule_time_sms
 from sms_pipeline.provider import dayfile, normalise
 from sms_pipeline.provider.dayfile import DayReport
 from sms_pipeline.provider.normalise import PATHS, Answer, MalformedBody
+from sms_pipeline.provider.redaction import mask_credentials, mask_in_loggers
 from sms_pipeline.provider.results import (
     CampaignTransaction,
     DayReportError,
@@ -54,24 +54,7 @@ T = TypeVar("T")
 
 _MAX_BACKOFF_S = 30.0
 _ERROR_BODY_LIMIT = 64 * 1024  # how much of a non-zip day answer is read to explain it
-_CREDENTIAL_IN_TEXT = re.compile(r"(?i)\b(password|apikey)=[^&\s\"']*")
-
-
-class _MaskCredentials(logging.Filter):
-    """Masks ``password=`` / ``apiKey=`` values in log records (httpx logs request URLs)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        masked = _CREDENTIAL_IN_TEXT.sub(r"\1=***", message)
-        if masked != message:
-            record.msg, record.args = masked, ()
-        return True
-
-
-_MASK = _MaskCredentials()
-for _name in ("httpx", "httpcore"):
-    if _MASK not in logging.getLogger(_name).filters:
-        logging.getLogger(_name).addFilter(_MASK)
+mask_in_loggers("httpx", "httpcore")  # httpx logs request URLs at INFO
 
 
 class _Retry(Exception):
@@ -184,7 +167,7 @@ class ProviderClient:
         for secret in (self._password, self._api_key):
             if secret is not None and secret.reveal():
                 text = text.replace(secret.reveal(), "***")
-        return _CREDENTIAL_IN_TEXT.sub(r"\1=***", text)
+        return mask_credentials(text)
 
     def _describe(self, exc: Exception) -> str:
         detail = self._safe(str(exc))

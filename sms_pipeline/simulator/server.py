@@ -9,7 +9,6 @@ application's clock. The CLI runs the same thing in the foreground.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from zoneinfo import ZoneInfo
 import uvicorn
 
 from sms_pipeline.core.clock import Clock, RealClock
+from sms_pipeline.provider.redaction import mask_in_loggers
 from sms_pipeline.simulator.app import ADMIN_PREFIX, API_PREFIX, create_app
 from sms_pipeline.simulator.faults import FaultConfig
 from sms_pipeline.simulator.proxy import FaultProxy, listening_socket
@@ -71,10 +71,9 @@ class _ServerThread(threading.Thread):
         app = create_app(self._state, after_faults_change=proxy.apply)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                 timeout_keep_alive=60, timeout_graceful_shutdown=2)
-        # uvicorn logs access lines whenever its access logger has handlers,
-        # which pytest's log capture adds; those lines would carry passwords
-        # from query strings (GET-only endpoints), so they are switched off.
-        logging.getLogger("uvicorn.access").disabled = True
+        # uvicorn writes access lines whenever its access logger has handlers
+        # (pytest's log capture adds some); mask the query-string passwords.
+        mask_in_loggers("uvicorn.access")
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(sockets=[app_socket]))
         self.proxy_port = await proxy.start()

@@ -46,6 +46,8 @@ def test_credentials_stay_secret(make_client, sim, account, tmp_path, caplog, au
     texts = _exercise(provider, sim, tmp_path)
 
     assert "HTTP Request" in caplog.text  # httpx did log the requests
+    if auth == "password":
+        assert "password=***" in caplog.text  # the GET URLs were logged, masked
     for secret in (account.password, account.api_key):
         assert secret not in caplog.text
         assert all(secret not in text for text in texts)
