@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "sms_pipeline.cli.settings_cmd",
     "sms_pipeline.cli.simulator",
     "sms_pipeline.cli.pipeline_cmds",
+    "sms_pipeline.cli.worker_cmds",
 )
 
 log = logging.getLogger("sms_pipeline.cli")

@@ -1,0 +1,225 @@
+"""``sms-pipeline enqueue | rates load | worker | messages show | messages replay``."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sms_pipeline.core import msisdn
+from sms_pipeline.core.clock import RealClock
+from sms_pipeline.core.states import Channel, MessageClass
+from sms_pipeline.db import connection, migrate
+from sms_pipeline.errors import UserError
+from sms_pipeline.provider.client import ProviderClient
+from sms_pipeline.settings import Settings
+from sms_pipeline.worker import intake, operator, rates
+from sms_pipeline.worker.breaker import CircuitBreaker
+from sms_pipeline.worker.loop import Worker, bulk_strategies, select_queues
+
+# How many bad lines are printed one by one before the rest are only counted.
+_BAD_LINES_SHOWN = 50
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    enqueue = sub.add_parser("enqueue", help="load send requests from a JSONL file (idempotent)")
+    enqueue.add_argument("file", type=Path, metavar="FILE.jsonl")
+    enqueue.add_argument("--chunk-size", type=_positive, default=10_000, help="requests per transaction")
+    enqueue.set_defaults(handler=enqueue_file)
+
+    rate_card = sub.add_parser("rates", help="the rate card")
+    rate_actions = rate_card.add_subparsers(dest="rates_command", metavar="ACTION", required=True)
+    load = rate_actions.add_parser("load", help="load prices from a CSV file (idempotent upsert)")
+    load.add_argument("file", type=Path, metavar="FILE.csv")
+    load.set_defaults(handler=load_rates)
+
+    worker = sub.add_parser("worker", help="claim due messages and send them")
+    worker.add_argument("--once", action="store_true", help="send what is due now, then exit")
+    worker.add_argument("--batch-size", type=_positive, default=None,
+                        help="recipients per request and rows per claim (default: SMS_PIPELINE_BATCH_SIZE)")
+    worker.add_argument("--channel", action="append", choices=[c.value for c in Channel],
+                        help="only this channel (repeatable; default: every channel with a send strategy)")
+    worker.add_argument("--class", dest="message_class", action="append", choices=[c.value for c in MessageClass],
+                        help="only this message class (repeatable)")
+    worker.add_argument("--concurrency", type=_positive, default=1, help="parallel send loops (threads)")
+    worker.set_defaults(handler=run_worker)
+
+    messages = sub.add_parser("messages", help="operator tools: trace and replay messages")
+    message_actions = messages.add_subparsers(dest="messages_command", metavar="ACTION", required=True)
+    show = message_actions.add_parser("show", help="every attempt of a message: states, ids, receipts, cost")
+    lookup = show.add_mutually_exclusive_group(required=True)
+    lookup.add_argument("--business-key")
+    lookup.add_argument("--attempt-key")
+    lookup.add_argument("--recipient")
+    show.add_argument("--tenant", help="only this tenant")
+    show.set_defaults(handler=show_messages)
+    replay = message_actions.add_parser("replay", help="supersede a failed/rejected/expired message, send anew")
+    replay.add_argument("message_id", type=int, metavar="ID")
+    replay.add_argument("--reason", required=True, help="why (kept on the superseded row)")
+    replay.set_defaults(handler=replay_message)
+
+
+def _positive(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _database_url(settings: Settings) -> str:
+    """The application database, migrated to the current schema."""
+    url = connection.app_url(settings)
+    with connection.connect_url(url) as conn:
+        migrate.upgrade(conn)
+    return url
+
+
+def _readable(path: Path) -> Path:
+    if not path.is_file():
+        raise UserError(f"no such file: {path}")
+    return path
+
+
+# ----- enqueue -------------------------------------------------------------------
+
+
+def enqueue_file(args: argparse.Namespace, settings: Settings) -> int:
+    path = _readable(args.file)
+    url = _database_url(settings)
+    progress = Progress(TextColumn("enqueue"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
+                        transient=True, disable=not sys.stderr.isatty(), console=None)
+    with progress, connection.connect_url(url, autocommit=True) as conn, path.open("rb") as lines:
+        task = progress.add_task("enqueue", total=path.stat().st_size)
+        result = intake.enqueue_lines(conn, lines, clock=RealClock(), chunk_size=args.chunk_size,
+                                      on_bytes=lambda n: progress.advance(task, n),
+                                      otp_code_length=settings.otp_code_length)
+    for bad in result.bad_lines[:_BAD_LINES_SHOWN]:
+        print(f"{path.name}: {bad}", file=sys.stderr)
+    if len(result.bad_lines) > _BAD_LINES_SHOWN:
+        print(f"{path.name}: ... and {len(result.bad_lines) - _BAD_LINES_SHOWN} more bad lines", file=sys.stderr)
+    print(f"{result.requests} requests: {result.created} new, {result.existing} already enqueued; "
+          f"{len(result.bad_lines)} bad lines")
+    return 1 if result.bad_lines else 0
+
+
+# ----- rates load ----------------------------------------------------------------
+
+
+def load_rates(args: argparse.Namespace, settings: Settings) -> int:
+    path = _readable(args.file)
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        parsed, bad = rates.parse_rate_card(f)
+    if bad:
+        for line in bad:
+            print(f"{path.name}: {line}", file=sys.stderr)
+        raise rates.RateCardRefused(f"{path.name}: {len(bad)} bad line(s); nothing loaded")
+    with connection.connect_url(_database_url(settings), autocommit=True) as conn:
+        loaded = rates.load_rates(conn, parsed)
+    print(f"{len(parsed)} rates: {loaded.inserted} new, {loaded.updated} updated, {loaded.unchanged} unchanged")
+    return 0
+
+
+# ----- worker --------------------------------------------------------------------
+
+
+@contextmanager
+def _stop_on_signals(worker: Worker) -> Iterator[None]:
+    """SIGTERM/SIGINT: finish the request in flight, write its outcome, stop."""
+    def handler(signum: int, _frame: object) -> None:
+        print(f"sms-pipeline: {signal.Signals(signum).name}: finishing the request in flight", file=sys.stderr)
+        worker.stop("signal")
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_worker(args: argparse.Namespace, settings: Settings) -> int:
+    url = _database_url(settings)
+    with ProviderClient.from_settings(settings) as client:
+        queues = select_queues(bulk_strategies(client, settings.provider_timezone.key),
+                               channels=args.channel, classes=args.message_class)
+        worker = Worker(
+            lambda: connection.connect_url(url, autocommit=True),
+            queues,
+            clock=RealClock(),
+            batch_size=args.batch_size or settings.batch_size,
+            lease=timedelta(seconds=settings.claim_lease_s),
+            breaker=CircuitBreaker(settings.circuit_breaker_failures, settings.circuit_breaker_cooldown_s),
+            concurrency=args.concurrency,
+        )
+        with _stop_on_signals(worker):
+            summary = worker.run(once=args.once)
+    print(f"requests={summary.requests} claimed={summary.claimed} submitted={summary.submitted} "
+          f"rejected={summary.rejected} unknown={summary.unknown} released={summary.released} "
+          f"unpriced={summary.unpriced} claims_expired={summary.claims_expired} "
+          f"pending_expired={summary.pending_expired}")
+    if summary.stopped_by in ("breaker_open", "rate_limited"):
+        print(f"sms-pipeline: worker stopped early ({summary.stopped_by.replace('_', ' ')}); "
+              "due messages are still pending", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ----- messages show / replay ----------------------------------------------------
+
+
+def _time(value: object) -> str:
+    return value.isoformat(timespec="seconds") if value is not None else "-"  # type: ignore[attr-defined]
+
+
+def show_messages(args: argparse.Namespace, settings: Settings) -> int:
+    recipient = None
+    if args.recipient is not None:
+        try:
+            recipient = msisdn.normalise(args.recipient)
+        except msisdn.InvalidRecipient:
+            raise UserError("--recipient is not a valid phone number") from None
+    with connection.connect_url(_database_url(settings), autocommit=True) as conn:
+        traces = operator.trace(conn, business_key=args.business_key, attempt_key=args.attempt_key,
+                                recipient=recipient, tenant=args.tenant)
+    if not traces:
+        print("no message found")
+        return 1
+    for trace in traces:
+        print(f"message tenant={trace.tenant_id} business_key={trace.business_key} "
+              f"attempts={len(trace.attempts)}")
+        for n, a in enumerate(trace.attempts, start=1):
+            cost = f"{a.cost} {a.cost_currency}" if a.cost is not None else ("unpriced" if a.billable_units else "-")
+            print(f"  attempt {n}: id={a.id} attempt_key={a.attempt_key} state={a.state}"
+                  + (f" reason={a.state_reason!r}" if a.state_reason else "")
+                  + (f" replaces={a.replaces_id}" if a.replaces_id else ""))
+            print(f"    {a.channel}/{a.message_class} to {operator.mask_recipient(a.recipient)} from {a.sender_id}"
+                  f" segments={a.segments} {a.encoding} tries={a.attempt_count}")
+            print(f"    created={_time(a.created_at)} scheduled={_time(a.scheduled_for)} "
+                  f"expires={_time(a.expires_at)} claimed={_time(a.claimed_at)} "
+                  f"submitted={_time(a.submitted_at)} delivered={_time(a.delivered_at)}")
+            print(f"    provider txn={a.provider_txn_id or '-'} msg={a.provider_message_id or '-'} "
+                  f"code={a.provider_status_code or '-'} cause={a.provider_cause or '-'} "
+                  f"final={a.final_status or '-'}"
+                  + (f" conflicting_final={a.conflicting_final_status}" if a.conflicting_final_status else "")
+                  + (f" correlation={a.correlation_result}" if a.correlation_result else ""))
+            print(f"    billable_units={a.billable_units if a.billable_units is not None else '-'} cost={cost}")
+            for r in a.receipts:
+                print(f"    receipt {r.status_word} ({r.outcome}) msg={r.provider_message_id} from {r.source}"
+                      f" submitted={_time(r.provider_submit_at)}"
+                      f" done={_time(r.provider_done_at)} seen={_time(r.first_seen_at)}"
+                      f" disposition={r.disposition or '-'}")
+    return 0
+
+
+def replay_message(args: argparse.Namespace, settings: Settings) -> int:
+    with connection.connect_url(_database_url(settings), autocommit=True) as conn:
+        done = operator.replay(conn, args.message_id, reason=args.reason, clock=RealClock())
+    print(f"message {done.replaced_id} superseded; new attempt id={done.message_id} "
+          f"attempt_key={done.attempt_key} is pending")
+    return 0

@@ -1,0 +1,372 @@
+"""Intake: validated send requests become ``pending`` rows, idempotently.
+
+A request is one JSON object per line (``sms-pipeline enqueue FILE.jsonl``)
+or a :class:`NewMessage` built by code. The recipient is normalised, the
+encoding and segments are counted once and stored, and the business key is
+computed before anything touches the database. Rows go in by ``COPY`` into
+a temporary staging table and one ``INSERT ... SELECT`` that skips keys
+already registered, so a repeated event returns the existing row: no second
+row, no error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from uuid import UUID
+
+import psycopg
+from psycopg import errors
+
+from sms_pipeline.core import keys, msisdn, otp, segments
+from sms_pipeline.core.clock import Clock
+from sms_pipeline.core.ids import SENTINELS
+from sms_pipeline.core.states import Channel, MessageClass
+from sms_pipeline.worker.input_lines import BadLine, InvalidField
+
+log = logging.getLogger(__name__)
+
+REQUIRED_TEXT = ("tenant_id", "event_type", "recipient", "body", "message_class", "channel", "sender_id")
+OPTIONAL_IDS = ("template_id", "dlt_entity_id", "dlt_template_id")
+OPTIONAL_TIMES = ("scheduled_for", "expires_at")
+FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES})
+# Provider-issued ids must arrive as strings: a 19-digit id that went through a
+# JSON number in a JavaScript producer is already corrupted.
+_PROVIDER_IDS = frozenset({"dlt_entity_id", "dlt_template_id"})
+# A concurrent intake of the same key makes the insert fail; each retry sees
+# more committed keys, so a few rounds always suffice.
+_MAX_INSERT_ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """One validated send request; recipient and body are kept out of reprs."""
+
+    tenant_id: str
+    event_type: str
+    event_id: str
+    recipient: str = field(repr=False)  # E.164 digits, no '+'
+    body: str = field(repr=False)  # for OTP the template with $otp$, never a code
+    message_class: MessageClass
+    channel: Channel
+    sender_id: str
+    template_id: str | None
+    dlt_entity_id: str | None
+    dlt_template_id: str | None
+    scheduled_for: datetime | None
+    expires_at: datetime | None
+    encoding: str
+    segments: int
+    business_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """The row a request maps to; ``created`` is False when the event was already there."""
+
+    message_id: int
+    created_at: datetime
+    attempt_key: UUID
+    state: str
+    created: bool
+
+
+def _text(record: Mapping[str, object], name: str, *, required: bool) -> str | None:
+    value = record.get(name)
+    if value is None:
+        if required:
+            raise InvalidField(name, "is required")
+        return None
+    if not isinstance(value, str):
+        hint = " (a long id loses digits as a JSON number)" if name in _PROVIDER_IDS else ""
+        raise InvalidField(name, f"must be a string, got a JSON {_json_kind(value)}{hint}")
+    if required and not value.strip():
+        raise InvalidField(name, "must not be empty")
+    return value
+
+
+def _json_kind(value: object) -> str:
+    return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__)
+
+
+def _identifier(record: Mapping[str, object], name: str, *, required: bool) -> str | None:
+    value = _text(record, name, required=required)
+    if value is None:
+        return None
+    if value.strip() in SENTINELS:
+        raise InvalidField(name, "is a placeholder (empty, 0, null or -), not an id")
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise InvalidField(name, "must not contain spaces or control characters")
+    return value
+
+
+def _event_id(record: Mapping[str, object]) -> str:
+    value = record.get("event_id")
+    # An integer event id is common and exact in Python's JSON; floats and
+    # booleans are not ids.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _identifier(record, "event_id", required=True)  # type: ignore[return-value]
+
+
+def _instant(record: Mapping[str, object], name: str) -> datetime | None:
+    value = _text(record, name, required=False)
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidField(name, "must be an ISO 8601 date-time with an offset, e.g. 2026-03-01T09:30:00+05:30")
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise InvalidField(name, "has no time zone offset (a naive time is ambiguous)")
+    return parsed.astimezone(UTC)
+
+
+def _choice(record: Mapping[str, object], name: str, vocabulary: type[MessageClass] | type[Channel]):
+    value = _text(record, name, required=True)
+    try:
+        return vocabulary(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in vocabulary)
+        raise InvalidField(name, f"unknown value (allowed: {allowed})") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _count(body: str, message_class: MessageClass, otp_code_length: int) -> segments.SegmentCount:
+    """Bulk traffic repeats one body many times: count it once."""
+    if message_class is MessageClass.otp:
+        # The stored body is the template; the air carries the rendered code.
+        return otp.otp_segments(body, otp_code_length)
+    return segments.count_segments(body)
+
+
+def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
+                default_region: str = "IN") -> NewMessage:
+    """Validate one request; raise :class:`InvalidField` naming the first bad field."""
+    unknown = sorted(set(record) - FIELDS)
+    if unknown:
+        raise InvalidField(unknown[0], "unknown field")
+    tenant_id = _identifier(record, "tenant_id", required=True)
+    event_type = _text(record, "event_type", required=True)
+    event_id = _event_id(record)
+    message_class = _choice(record, "message_class", MessageClass)
+    channel = _choice(record, "channel", Channel)
+    sender_id = _identifier(record, "sender_id", required=True)
+    raw_recipient = _text(record, "recipient", required=True)
+    try:
+        recipient = msisdn.normalise(raw_recipient, default_region)  # type: ignore[arg-type]
+    except msisdn.InvalidRecipient:
+        # The number itself stays out of the message.
+        raise InvalidField("recipient", f"not a valid phone number (default region {default_region})") from None
+    body = _text(record, "body", required=True)
+    try:
+        count = _count(body, message_class, otp_code_length)  # type: ignore[arg-type]
+    except otp.MissingPlaceholder:
+        raise InvalidField("body", f"an OTP body must contain the {otp.PLACEHOLDER_OTP} placeholder") from None
+    template_id, dlt_entity_id, dlt_template_id = (
+        _identifier(record, name, required=False) for name in OPTIONAL_IDS)
+    scheduled_for, expires_at = (_instant(record, name) for name in OPTIONAL_TIMES)
+    if expires_at is not None and scheduled_for is not None and expires_at <= scheduled_for:
+        raise InvalidField("expires_at", "must be later than scheduled_for")
+    return NewMessage(
+        tenant_id=tenant_id,  # type: ignore[arg-type]
+        event_type=event_type,  # type: ignore[arg-type]
+        event_id=event_id,
+        recipient=recipient,
+        body=body,  # type: ignore[arg-type]
+        message_class=message_class,
+        channel=channel,
+        sender_id=sender_id,  # type: ignore[arg-type]
+        template_id=template_id,
+        dlt_entity_id=dlt_entity_id,
+        dlt_template_id=dlt_template_id,
+        scheduled_for=scheduled_for,
+        expires_at=expires_at,
+        encoding=count.encoding,
+        segments=count.segments,
+        business_key=keys.business_key(tenant_id, event_type, event_id, recipient, template_id,  # type: ignore[arg-type]
+                                       default_region=default_region),
+    )
+
+
+def parse_line(text: str, **options: object) -> NewMessage:
+    """One JSONL line to a validated request."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidField(None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(record, dict):
+        raise InvalidField(None, f"expected a JSON object, got a JSON {_json_kind(record)}")
+    return new_message(record, **options)  # type: ignore[arg-type]
+
+
+def read_jsonl(lines: Iterable[str], *, first_line_no: int = 1,
+               **options: object) -> Iterator[tuple[int, NewMessage | BadLine]]:
+    """(line number, request or refusal) for every non-blank line."""
+    for line_no, text in enumerate(lines, start=first_line_no):
+        if not text.strip():
+            continue
+        try:
+            yield line_no, parse_line(text, **options)
+        except InvalidField as exc:
+            yield line_no, BadLine.from_error(line_no, exc)
+
+
+# ----- the database side -------------------------------------------------------
+
+_STAGING_COLUMNS = (
+    "ord", "tenant_id", "business_key", "channel", "message_class", "recipient", "sender_id", "body",
+    "encoding", "segments", "template_id", "dlt_entity_id", "dlt_template_id", "scheduled_for", "expires_at",
+)
+
+_CREATE_STAGING = """
+CREATE TEMPORARY TABLE worker_intake_staging (
+    ord             integer     NOT NULL,
+    tenant_id       text        NOT NULL,
+    business_key    text        NOT NULL,
+    channel         text        NOT NULL,
+    message_class   text        NOT NULL,
+    recipient       text        NOT NULL,
+    sender_id       text,
+    body            text        NOT NULL,
+    encoding        text        NOT NULL,
+    segments        smallint    NOT NULL,
+    template_id     text,
+    dlt_entity_id   text,
+    dlt_template_id text,
+    scheduled_for   timestamptz,
+    expires_at      timestamptz
+) ON COMMIT DROP
+"""
+
+# One row per key not yet registered (the first line wins within a batch),
+# inserted in input order so ids follow the file.
+_INSERT_NEW = """
+INSERT INTO msg.outbound_message (
+    business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding, segments,
+    template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at, created_at, updated_at)
+SELECT business_key, tenant_id, channel::msg.message_channel, message_class, recipient, sender_id, body,
+       encoding, segments, template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at,
+       %(now)s, %(now)s
+  FROM (SELECT DISTINCT ON (s.tenant_id, s.business_key) s.*
+          FROM worker_intake_staging s
+         WHERE NOT EXISTS (SELECT 1 FROM msg.business_key_registry r
+                            WHERE r.tenant_id = s.tenant_id AND r.business_key = s.business_key)
+         ORDER BY s.tenant_id, s.business_key, s.ord) AS first_of_key
+ ORDER BY ord
+RETURNING id
+"""
+
+# Every staged request with the row that now holds its key.
+_RESOLVE = """
+SELECT s.ord, m.id, m.created_at, m.attempt_key, m.state::text
+  FROM worker_intake_staging s
+  JOIN msg.business_key_registry r ON r.tenant_id = s.tenant_id AND r.business_key = s.business_key
+  JOIN msg.outbound_message m ON m.id = r.message_id AND m.created_at = r.message_created_at
+ ORDER BY s.ord
+"""
+
+
+def ensure_partition_for(conn: psycopg.Connection, at: datetime) -> None:
+    """The month partition for ``at`` (normally made ahead by upkeep; a virtual clock may be elsewhere)."""
+    name = f"msg.outbound_message_{at:%Y_%m}"
+    if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
+        conn.execute("SELECT msg.ensure_partitions(%s, 0)", (at,))
+
+
+def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: Clock) -> list[Enqueued]:
+    """Insert the requests whose keys are new; return the row each request maps to, in order.
+
+    One transaction (a savepoint if the caller has one open). ``created_at``
+    is the clock's now. Safe to run concurrently with itself: a key inserted
+    by another transaction in the meantime makes the insert fail with a
+    unique violation, and the statement is retried, now skipping that key.
+    """
+    if not messages:
+        return []
+    now = clock.now()
+    with conn.transaction():
+        ensure_partition_for(conn, now)
+        conn.execute(_CREATE_STAGING)
+        with conn.cursor().copy(f"COPY worker_intake_staging ({', '.join(_STAGING_COLUMNS)}) FROM STDIN") as copy:
+            for ord_, m in enumerate(messages):
+                copy.write_row((ord_, m.tenant_id, m.business_key, m.channel.value, m.message_class.value,
+                                m.recipient, m.sender_id, m.body, m.encoding, m.segments, m.template_id,
+                                m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, m.expires_at))
+        created_ids = _insert_new(conn, now)
+        rows = conn.execute(_RESOLVE).fetchall()
+    if len(rows) != len(messages):
+        raise RuntimeError(f"intake resolved {len(rows)} of {len(messages)} requests")
+    results = []
+    for _ord, message_id, created_at, attempt_key, state in rows:
+        # A key repeated within the batch: only its first line created the row.
+        results.append(Enqueued(message_id, created_at, attempt_key, state, message_id in created_ids))
+        created_ids.discard(message_id)
+    created = sum(r.created for r in results)
+    log.info("intake requests=%d created=%d existing=%d", len(results), created, len(results) - created)
+    return results
+
+
+def _insert_new(conn: psycopg.Connection, now: datetime) -> set[int]:
+    for round_no in range(1, _MAX_INSERT_ROUNDS + 1):
+        try:
+            with conn.transaction():
+                return {row[0] for row in conn.execute(_INSERT_NEW, {"now": now})}
+        except errors.UniqueViolation:
+            # Another intake committed one of these keys after our statement
+            # began; the next round's NOT EXISTS sees it.
+            log.info("intake key race with a concurrent insert; retrying (round %d)", round_no)
+    raise RuntimeError(f"intake could not settle key races in {_MAX_INSERT_ROUNDS} rounds")
+
+
+@dataclass
+class FileIntake:
+    """What one JSONL file did: requests read, rows created, events already present, refused lines."""
+
+    requests: int = 0
+    created: int = 0
+    existing: int = 0
+    bad_lines: list[BadLine] = field(default_factory=list)
+
+
+def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Clock, chunk_size: int = 10_000,
+                  on_bytes: Callable[[int], None] | None = None, **options: object) -> FileIntake:
+    """Validate and enqueue a JSONL byte stream in chunks of ``chunk_size`` good lines.
+
+    Good lines load even when others are refused; each chunk commits on its
+    own, and a re-run after a crash loads only what is missing (intake is
+    idempotent). ``on_bytes`` is told how many bytes each line took (progress).
+    """
+    result = FileIntake()
+    chunk: list[NewMessage] = []
+
+    def flush() -> None:
+        for row in enqueue(conn, chunk, clock=clock):
+            result.created += row.created
+            result.existing += not row.created
+        chunk.clear()
+
+    for line_no, raw in enumerate(lines, start=1):
+        if on_bytes is not None:
+            on_bytes(len(raw))
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            result.bad_lines.append(BadLine(line_no, None, "not UTF-8 text"))
+            continue
+        for _, parsed in read_jsonl((text,), first_line_no=line_no, **options):
+            if isinstance(parsed, BadLine):
+                result.bad_lines.append(parsed)
+            else:
+                result.requests += 1
+                chunk.append(parsed)
+        if len(chunk) >= chunk_size:
+            flush()
+    if chunk:
+        flush()
+    return result

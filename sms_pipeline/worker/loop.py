@@ -1,0 +1,340 @@
+"""The worker process: claim -> send -> write the outcome, in a loop.
+
+Each cycle claims one channel/class queue (a short committed transaction),
+groups the rows into requests with that queue's :class:`SendStrategy`, makes
+each request with no transaction open, and writes its outcome. OTP queues
+are claimed first, and only when an OTP strategy is registered: without one,
+``message_class = 'otp'`` rows are never claimed.
+
+Stopping (SIGTERM/SIGINT, a configuration refusal, another thread's crash):
+the request in flight finishes and its outcome is written; requests of the
+same claim that were not made yet are released to ``pending``. A
+configuration refusal (codes 216/213/147/301, or a refusal we cannot
+classify) ends :meth:`Worker.run` with :class:`ProviderRefusedConfiguration`,
+one line saying what to fix. A rate limit releases and backs off (shared by
+all threads: the limit is the account's). Repeated failures open the
+circuit breaker: no claims until it cools down (with ``once``, the run ends).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import psycopg
+
+from sms_pipeline.core.clock import Clock
+from sms_pipeline.core.states import MessageClass
+from sms_pipeline.errors import UserError
+from sms_pipeline.provider.client import ProviderClient
+from sms_pipeline.provider.results import SendOutcome, SendRefused
+from sms_pipeline.worker import upkeep
+from sms_pipeline.worker.batching import SendBatch, plan_requests
+from sms_pipeline.worker.breaker import CircuitBreaker
+from sms_pipeline.worker.claim import ClaimedMessage, claim
+from sms_pipeline.worker.outcomes import AppliedOutcome, apply_outcome, release_unsent
+
+log = logging.getLogger(__name__)
+
+QueueKey = tuple[str, str]  # (channel, message_class)
+# Claim order: a late one-time code is useless, promotions can wait.
+CLASS_PRIORITY = (MessageClass.otp, MessageClass.transactional, MessageClass.promotional)
+
+
+class ProviderRefusedConfiguration(UserError):
+    """The provider refused our credentials, request or account: fix the settings, then restart."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A request that was made, with its answer. Strategies may subclass it to carry more."""
+
+    batch: SendBatch
+    outcome: SendOutcome
+
+
+class SendStrategy(Protocol):
+    """How one queue's rows go out: grouping, the provider call, and the write-back."""
+
+    def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
+        """Group claimed rows into requests (pure)."""
+        ...
+
+    def send(self, batch: SendBatch) -> Sent:
+        """Make the request. No database access here: nothing may be held open across it."""
+        ...
+
+    def record(self, conn: psycopg.Connection, sent: Sent, *, now: datetime) -> AppliedOutcome:
+        """Write the answer onto the still-claimed rows, in one transaction."""
+        ...
+
+
+@dataclass(frozen=True)
+class BulkSmsStrategy:
+    """Transactional and promotional SMS: many numbers per ``/send`` request."""
+
+    client: ProviderClient
+    price_time_zone: str  # the zone the rate card's days are read in
+
+    def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
+        return plan_requests(messages, batch_size)
+
+    def send(self, batch: SendBatch) -> Sent:
+        outcome = self.client.send(batch.recipients, batch.body, batch.sender_id or "", batch.msg_type,
+                                   dlt_entity_id=batch.dlt_entity_id, dlt_template_id=batch.dlt_template_id)
+        return Sent(batch, outcome)
+
+    def record(self, conn: psycopg.Connection, sent: Sent, *, now: datetime) -> AppliedOutcome:
+        return apply_outcome(conn, sent.batch, sent.outcome, now=now, price_time_zone=self.price_time_zone)
+
+
+def bulk_strategies(client: ProviderClient, price_time_zone: str) -> dict[QueueKey, SendStrategy]:
+    """The strategies this package provides: SMS, transactional and promotional."""
+    bulk = BulkSmsStrategy(client, price_time_zone)
+    return {("sms", MessageClass.transactional.value): bulk, ("sms", MessageClass.promotional.value): bulk}
+
+
+def select_queues(strategies: Mapping[QueueKey, SendStrategy], channels: Iterable[str] | None = None,
+                  classes: Iterable[str] | None = None) -> dict[QueueKey, SendStrategy]:
+    """The registered queues matching the filters, OTP first; a filter nothing serves is an error."""
+    wanted_channels = set(channels) if channels else None
+    wanted_classes = set(classes) if classes else None
+    chosen = {key: s for key, s in strategies.items()
+              if (wanted_channels is None or key[0] in wanted_channels)
+              and (wanted_classes is None or key[1] in wanted_classes)}
+    for name, wanted, position in (("channel", wanted_channels, 0), ("class", wanted_classes, 1)):
+        for value in sorted(wanted or ()):
+            if not any(key[position] == value for key in chosen):
+                served = ", ".join(sorted({f"{c}/{k}" for c, k in strategies}))
+                raise UserError(f"no send strategy for {name} {value!r} (this worker sends: {served})")
+    order = {cls.value: i for i, cls in enumerate(CLASS_PRIORITY)}
+    return dict(sorted(chosen.items(), key=lambda item: (order.get(item[0][1], len(order)), item[0][0])))
+
+
+@dataclass
+class WorkerSummary:
+    claimed: int = 0
+    requests: int = 0
+    submitted: int = 0
+    rejected: int = 0
+    unknown: int = 0
+    released: int = 0
+    unpriced: int = 0
+    claims_expired: int = 0
+    pending_expired: int = 0
+    stopped_by: str | None = None  # signal | configuration | breaker_open | rate_limited | error
+
+    def add(self, **counts: int) -> None:
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class _Backoff:
+    """The account-wide rate-limit pause, shared by all threads."""
+
+    initial_s: float
+    max_s: float
+    _until: float = 0.0
+    _current: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hit(self) -> float:
+        with self._lock:
+            self._current = min(self.max_s, self._current * 2) if self._current else self.initial_s
+            self._until = time.monotonic() + self._current
+            return self._current
+
+    def clear(self) -> None:
+        with self._lock:
+            self._current = 0.0
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self._until - time.monotonic())
+
+
+class Worker:
+    """Claims and sends until stopped (or, with ``once``, until nothing is due)."""
+
+    def __init__(
+        self,
+        connect: Callable[[], psycopg.Connection],
+        strategies: Mapping[QueueKey, SendStrategy],
+        *,
+        clock: Clock,
+        batch_size: int,
+        lease: timedelta,
+        breaker: CircuitBreaker,
+        concurrency: int = 1,
+        poll_interval_s: float = 1.0,
+        upkeep_interval_s: float = 30.0,
+        backoff_initial_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        max_rate_limited_in_once: int = 8,
+    ) -> None:
+        if batch_size < 1 or concurrency < 1:
+            raise ValueError("batch size and concurrency must be at least 1")
+        if not strategies:
+            raise ValueError("a worker needs at least one send strategy")
+        self._connect = connect
+        self._queues = select_queues(strategies)
+        self._clock = clock
+        self._batch_size = batch_size
+        self._lease = lease
+        self._breaker = breaker
+        self._concurrency = concurrency
+        self._poll_interval_s = poll_interval_s
+        self._upkeep_interval_s = upkeep_interval_s
+        self._backoff = _Backoff(backoff_initial_s, backoff_max_s)
+        self._max_rate_limited_in_once = max_rate_limited_in_once
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._summary = WorkerSummary()
+        self._refusal: SendRefused | None = None
+        self._crash: BaseException | None = None
+        self._next_upkeep = 0.0
+        self._rate_limited_in_a_row = 0
+
+    # ----- control ------------------------------------------------------------
+
+    def stop(self, why: str = "signal") -> None:
+        """Ask every thread to finish its request in flight and stop."""
+        with self._lock:
+            if self._summary.stopped_by is None:
+                self._summary.stopped_by = why
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self, *, once: bool = False) -> WorkerSummary:
+        """Run ``concurrency`` loops (threads beyond the first) and return what they did."""
+        log.info("worker start queues=%s batch_size=%d concurrency=%d once=%s",
+                 ",".join(f"{c}/{k}" for c, k in self._queues), self._batch_size, self._concurrency, once)
+        threads = [threading.Thread(target=self._thread_main, args=(once,), name=f"sms-worker-{n}", daemon=True)
+                   for n in range(1, self._concurrency)]
+        for thread in threads:
+            thread.start()
+        self._thread_main(once)
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.2)  # short joins keep the main thread responsive to signals
+        summary = self._summary
+        log.info("worker end %s", " ".join(f"{k}={v}" for k, v in summary.as_dict().items()))
+        if self._crash is not None:
+            raise self._crash
+        if self._refusal is not None:
+            refusal = self._refusal
+            raise ProviderRefusedConfiguration(
+                f"the provider refused our request with code {refusal.code} ({refusal.reason}): "
+                "check SMS_PROVIDER_USERID, SMS_PROVIDER_PASSWORD / SMS_PROVIDER_API_KEY and the account's "
+                f"credit; {summary.released} message(s) released to pending, worker stopped")
+        return summary
+
+    # ----- one thread ------------------------------------------------------------
+
+    def _thread_main(self, once: bool) -> None:
+        try:
+            with self._connect() as conn:
+                self._loop(conn, once)
+        except BaseException as exc:  # noqa: BLE001 - handed to run(), which re-raises it
+            log.exception("worker thread failed; stopping the others")
+            with self._lock:
+                if self._crash is None:
+                    self._crash = exc
+            self.stop("error")
+
+    def _loop(self, conn: psycopg.Connection, once: bool) -> None:
+        while not self._stop.is_set():
+            self._maybe_upkeep(conn)
+            pause = self._backoff.remaining()
+            if pause:
+                self._stop.wait(pause)
+                continue
+            if not self._breaker.allow():
+                if once:
+                    log.warning("circuit breaker open: ending this run")
+                    self.stop("breaker_open")
+                    return
+                self._stop.wait(self._breaker.seconds_until_retry())
+                continue
+            if not self._claim_and_send(conn, once):
+                if once:
+                    return
+                self._stop.wait(self._poll_interval_s)
+
+    def _maybe_upkeep(self, conn: psycopg.Connection) -> None:
+        with self._lock:
+            due = time.monotonic() >= self._next_upkeep
+            if due:
+                self._next_upkeep = time.monotonic() + self._upkeep_interval_s
+        if due:
+            counts = upkeep.run_upkeep(conn, now=self._clock.now(), lease=self._lease)
+            with self._lock:
+                self._summary.add(claims_expired=counts.claims_expired, pending_expired=counts.pending_expired)
+
+    def _claim_and_send(self, conn: psycopg.Connection, once: bool) -> bool:
+        """One claim from the first queue with due rows; False when every queue is empty."""
+        for (channel, message_class), strategy in self._queues.items():
+            rows = claim(conn, channel=channel, message_class=message_class, now=self._clock.now(),
+                         limit=self._batch_size)
+            if rows:
+                batches = strategy.plan(rows, self._batch_size)
+                log.info("claimed channel=%s class=%s rows=%d requests=%d",
+                         channel, message_class, len(rows), len(batches))
+                with self._lock:
+                    self._summary.add(claimed=len(rows))
+                self._send_all(conn, strategy, batches, once)
+                return True
+        return False
+
+    def _send_all(self, conn: psycopg.Connection, strategy: SendStrategy, batches: list[SendBatch],
+                  once: bool) -> None:
+        for index, batch in enumerate(batches):
+            if self._stop.is_set() or not self._breaker.allow() or self._backoff.remaining():
+                for unsent in batches[index:]:
+                    released = release_unsent(conn, unsent, now=self._clock.now(), reason="released_unsent")
+                    with self._lock:
+                        self._summary.add(released=released)
+                return
+            sent = strategy.send(batch)  # no transaction is open here
+            applied = strategy.record(conn, sent, now=self._clock.now())
+            self._react(sent, applied, once)
+
+    def _react(self, sent: Sent, applied: AppliedOutcome, once: bool) -> None:
+        decision = applied.decision
+        with self._lock:
+            self._summary.add(requests=1, submitted=applied.submitted, rejected=applied.rejected,
+                              unknown=applied.unknown, released=applied.released, unpriced=applied.unpriced)
+        if decision.breaker_failure:
+            self._breaker.record_failure()
+        else:
+            self._breaker.record_success()
+        if decision.back_off:
+            pause = self._backoff.hit()
+            log.warning("rate limited: backing off %.1fs", pause)
+            with self._lock:
+                self._rate_limited_in_a_row += 1
+                give_up = once and self._rate_limited_in_a_row >= self._max_rate_limited_in_once
+            if give_up:
+                self.stop("rate_limited")
+        elif not decision.breaker_failure:
+            self._backoff.clear()
+            with self._lock:
+                self._rate_limited_in_a_row = 0
+        if decision.stop_worker:
+            assert isinstance(sent.outcome, SendRefused)
+            with self._lock:
+                self._refusal = self._refusal or sent.outcome
+            log.error("provider refused our configuration code=%s: stopping", sent.outcome.code)
+            self.stop("configuration")
