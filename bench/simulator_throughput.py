@@ -96,7 +96,7 @@ def main() -> int:
         for i in range(requests):
             request = SendRequest("SGCSMS", "text", TEXT.format(n=i), _numbers(i * BATCH), False, None, False)
             fingerprint = f"bench-{i}"
-            sim.state.submit(request, fingerprint, sim.state.arrival("/bench", fingerprint))
+            sim.state.submit(request, fingerprint, sim.state.arrival(fingerprint))
             sim.clock.advance(step)
         billing = time.perf_counter() - started
         rows = sim.state.ledger_size()

@@ -149,7 +149,7 @@ class SimulatorApp:
         params = await read_params(request)
         path = request.url.path
         fp = fingerprint(path, params)
-        arrival = state.arrival(path, fp)
+        arrival = state.arrival(fp)
 
         def decide(name: str) -> bool:
             fired = faults.fires(state.faults.rate(name), state.seed, name, path, fp, arrival)

@@ -211,7 +211,7 @@ class SimulatorState:
 
     def _reset_traffic(self) -> None:
         self._ledger = _Ledger()
-        self._arrivals: dict[tuple[str, str], int] = {}
+        self._arrivals: dict[str, int] = {}  # request fingerprint -> arrivals so far
         self._otp: dict[str, _OtpCode] = {}
         self._schedules: dict[str, _Schedule] = {}  # by transaction id
         self._campaigns: dict[str, list[str]] = {}  # campaign id -> transaction ids
@@ -231,12 +231,15 @@ class SimulatorState:
 
     # ----- arrivals (for deterministic ids and fault draws) ---------------
 
-    def arrival(self, path: str, fingerprint: str) -> int:
-        """Ordinal of this request among identical ones (0 for the first)."""
+    def arrival(self, fingerprint: str) -> int:
+        """Ordinal of this request among identical ones (0 for the first).
+
+        The fingerprint covers the path and every parameter but the
+        credentials, so identical means identical in all that matters.
+        """
         with self._lock:
-            key = (path, fingerprint)
-            ordinal = self._arrivals.get(key, 0)
-            self._arrivals[key] = ordinal + 1
+            ordinal = self._arrivals.get(fingerprint, 0)
+            self._arrivals[fingerprint] = ordinal + 1
             return ordinal
 
     # ----- sends ------------------------------------------------------------
