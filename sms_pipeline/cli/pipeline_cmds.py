@@ -70,7 +70,7 @@ def materialize(args: argparse.Namespace, settings: Settings) -> int:
     job_name = "sms_pipeline_cli_materialize"
     defs = dg.Definitions.merge(
         build_definitions(settings),
-        dg.Definitions(jobs=[dg.define_asset_job(job_name, selection=selection, partitions_def=partitions)]),
+        dg.Definitions(jobs=[dg.define_asset_job(job_name, selection=selection)]),
     )
     job = defs.resolve_job_def(job_name)
     instance = _instance(settings)

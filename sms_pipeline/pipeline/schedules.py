@@ -20,7 +20,6 @@ from datetime import date, datetime, timedelta
 
 import dagster as dg
 
-from sms_pipeline.pipeline.partitions import day_partitions
 from sms_pipeline.settings import Settings
 
 CADENCE_TAG = "sms_pipeline/cadence"
@@ -70,8 +69,7 @@ def definitions(settings: Settings) -> dg.Definitions:
     tz = settings.provider_timezone.key
     daily_job = dg.define_asset_job(
         DAILY_JOB,
-        selection=DAILY_SELECTION,
-        partitions_def=day_partitions(settings),
+        selection=DAILY_SELECTION,  # partitioning comes from the selected assets
         description=(
             "Day partitions of reports, reconciliation and marts: ingest, then everything downstream. "
             "The daily schedule runs yesterday plus the lookback days as one run."

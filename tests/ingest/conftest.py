@@ -15,6 +15,7 @@ from datetime import datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import ingest_support
 import pytest
 
 from sms_pipeline import settings as settings_module
@@ -25,6 +26,11 @@ from sms_pipeline.provider import ProviderClient
 from sms_pipeline.simulator import RunningSimulator, run_simulator
 
 DAYS_BACK = 6  # the virtual clock starts at 10:00 provider-local, this many days before today
+
+
+@pytest.fixture(autouse=True)
+def _fresh_numbers() -> None:
+    ingest_support.reset_numbers()
 
 
 @pytest.fixture

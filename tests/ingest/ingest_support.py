@@ -24,8 +24,14 @@ INTRADAY = ingest_assets.INTRADAY_DELIVERY_REPORTS
 _numbers = count(1)
 
 
+def reset_numbers() -> None:
+    """Start the numbers again, so a test's traffic (and the simulator's outcomes) never depends on test order."""
+    global _numbers
+    _numbers = count(1)
+
+
 def mobiles(n: int) -> list[str]:
-    """``n`` valid, distinct Indian mobile numbers (distinct across the whole test session)."""
+    """``n`` valid Indian mobile numbers, distinct within a test."""
     return [f"9197{next(_numbers):08d}" for _ in range(n)]
 
 
