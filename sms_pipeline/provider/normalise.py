@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from sms_pipeline.core.ids import InvalidIdentifier, InvalidTimestamp, SENTINELS, clean_epoch_ms, clean_id
@@ -136,6 +136,8 @@ _AMBIGUOUS_HTTP = frozenset({408})
 # 2. Normalisation
 # =============================================================================
 
+T = TypeVar("T")
+
 
 class MalformedBody(ValueError):
     """A body that is not the JSON object the contract describes."""
@@ -171,40 +173,35 @@ def code_text(value: Any) -> str | None:
     raise MalformedBody(f"status code {value!r} is neither a string nor a number")
 
 
-def optional_id(obj: Mapping[str, Any], key: str) -> str | None:
+def _converted(convert: Callable[[str], T], raw: str) -> T:
+    """``convert(raw)``, its complaint about the value turned into MalformedBody."""
     try:
-        return clean_id(text(obj, key))
-    except InvalidIdentifier as exc:
+        return convert(raw)
+    except (InvalidIdentifier, InvalidTimestamp, InvalidLocalTime) as exc:
         raise MalformedBody(str(exc)) from None
+
+
+def _zoned(parse: Callable[[str, ZoneInfo], datetime], raw: str, tz: ZoneInfo) -> datetime | None:
+    raw = raw.strip()
+    return None if raw in SENTINELS else _converted(lambda text: parse(text, tz), raw)
+
+
+def optional_id(obj: Mapping[str, Any], key: str) -> str | None:
+    return _converted(clean_id, text(obj, key))
 
 
 def epoch_time(obj: Mapping[str, Any], key: str) -> datetime | None:
-    try:
-        return clean_epoch_ms(text(obj, key))
-    except InvalidTimestamp as exc:
-        raise MalformedBody(str(exc)) from None
+    return _converted(clean_epoch_ms, text(obj, key))
 
 
 def human_time(obj: Mapping[str, Any], key: str, tz: ZoneInfo) -> datetime | None:
     """``July 13, 2019 03:44:48`` in the provider zone; sentinels -> None."""
-    raw = text(obj, key).strip()
-    if raw in SENTINELS:
-        return None
-    try:
-        return parse_human(raw, tz)
-    except InvalidLocalTime as exc:
-        raise MalformedBody(str(exc)) from None
+    return _zoned(parse_human, text(obj, key), tz)
 
 
 def local_time(obj: Mapping[str, Any], key: str, tz: ZoneInfo) -> datetime | None:
     """``YYYY-MM-DD HH:MM:SS`` in the provider zone; sentinels -> None."""
-    raw = text(obj, key).strip()
-    if raw in SENTINELS:
-        return None
-    try:
-        return parse_local(raw, tz)
-    except InvalidLocalTime as exc:
-        raise MalformedBody(str(exc)) from None
+    return _zoned(parse_local, text(obj, key), tz)
 
 
 def count(obj: Mapping[str, Any], key: str) -> int:

@@ -391,26 +391,24 @@ class SimulatorState:
             self._release_due_schedules(epoch_ms(self.now()))
             return [s for s in self._schedules.values() if s.state == "scheduled"]
 
+    def _pending_schedule(self, transaction_id: str, now_ms: int) -> _Schedule:
+        """The still-pending schedule of a transaction (lock held), else a 404 error."""
+        self._release_due_schedules(now_ms)
+        sched = self._schedules.get(transaction_id)
+        if sched is None or sched.state != "scheduled":
+            raise ProviderError("404", "No pending schedule with this uuid")
+        sched.updated_ms = now_ms
+        return sched
+
     def update_schedule(self, transaction_id: str, due: datetime) -> None:
         with self._lock:
             now_ms = epoch_ms(self.now())
-            self._release_due_schedules(now_ms)
-            sched = self._schedules.get(transaction_id)
-            if sched is None or sched.state != "scheduled":
-                raise ProviderError("404", "No pending schedule with this uuid")
-            sched.due_ms = epoch_ms(due)
-            sched.updated_ms = now_ms
+            self._pending_schedule(transaction_id, now_ms).due_ms = epoch_ms(due)
             self._release_due_schedules(now_ms)
 
     def delete_schedule(self, transaction_id: str) -> None:
         with self._lock:
-            now_ms = epoch_ms(self.now())
-            self._release_due_schedules(now_ms)
-            sched = self._schedules.get(transaction_id)
-            if sched is None or sched.state != "scheduled":
-                raise ProviderError("404", "No pending schedule with this uuid")
-            sched.state = "cancelled"
-            sched.updated_ms = now_ms
+            self._pending_schedule(transaction_id, epoch_ms(self.now())).state = "cancelled"
 
     def campaign(self, campaign_id: str) -> list[_Schedule]:
         with self._lock:
