@@ -1,0 +1,214 @@
+"""Dagster assets of the reconciliation (group ``reconcile``).
+
+- ``dlr/receipts`` (day partitions): the day's raw report loads as receipt
+  events (``dlr.delivery_receipts``).
+- ``msg/reconciliation`` (day partitions): correlation, forward-only state
+  moves, orphans and the proof of non-submission for day D.
+- ``msg/intraday_reconciliation`` (unpartitioned, hourly): the same for
+  today's getDlr pull, so outcomes (OTP included) are known within the hour.
+- ``msg/upkeep`` (unpartitioned, hourly): validity expiry, the send queue's
+  upkeep, partitions ahead, retention; the health checks hang on it.
+
+The work is in :mod:`sms_pipeline.reconcile`; these assets loop over the
+days of a run in order, commit each day on its own, and report counts a
+person can read (never recipient numbers or message text).
+"""
+
+# No `from __future__ import annotations`: Dagster inspects the asset
+# functions' annotations (context and resource types) at definition time.
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from datetime import date
+from typing import Any
+
+import dagster as dg
+
+from sms_pipeline.core.provider_time import local_date
+from sms_pipeline.reconcile import health
+from sms_pipeline.reconcile.receipts import ReceiptLoad, load_receipts
+from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day, reconcile_stored_receipts
+from sms_pipeline.reconcile.upkeep import run_upkeep
+from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
+from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, SettingsResource
+from sms_pipeline.pipeline.schedules import HOURLY_TAGS
+from sms_pipeline.settings import Settings
+
+GROUP = "reconcile"
+DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
+TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
+INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
+RECEIPTS = dg.AssetKey(["dlr", "receipts"])
+RECONCILIATION = dg.AssetKey(["msg", "reconciliation"])
+INTRADAY_RECONCILIATION = dg.AssetKey(["msg", "intraday_reconciliation"])
+UPKEEP = dg.AssetKey(["msg", "upkeep"])
+
+_SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.ERROR}
+
+
+def definitions(settings: Settings) -> dg.Definitions:
+    partitions = day_partitions(settings)
+
+    @dg.asset(
+        key=RECEIPTS,
+        deps=[DAY_REPORT, TRANSACTION_REPORTS],
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        kinds={"python", "postgres"},
+        description=(
+            "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, one "
+            "row per (msgId, status word) in dlr.delivery_receipts. Replays are no-ops; unmapped status "
+            "words are kept and counted."
+        ),
+    )
+    def receipts(
+        context: dg.AssetExecutionContext,
+        settings: SettingsResource,
+        database: DatabaseResource,
+        clock: ClockResource,
+    ) -> dg.MaterializeResult:
+        app_clock = clock.clock()
+        with database.connect(autocommit=True) as conn:
+            return _day_by_day(context, lambda day: load_receipts(conn, day, app_clock), receipts_metadata)
+
+    @dg.asset(
+        key=RECONCILIATION,
+        deps=[RECEIPTS],
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        kinds={"python", "postgres"},
+        description=(
+            "Messages of day D reconciled with the receipts: three correlation passes (msgId; "
+            "transaction + recipient; reconstruction within the window), forward-only state moves, "
+            "orphans opened and resolved, and the proof of non-submission once D's complete report is in."
+        ),
+    )
+    def reconciliation(
+        context: dg.AssetExecutionContext,
+        settings: SettingsResource,
+        database: DatabaseResource,
+        clock: ClockResource,
+    ) -> dg.MaterializeResult:
+        cfg, app_clock = settings.get(), clock.clock()
+        with database.connect(autocommit=True) as conn:
+            return _day_by_day(
+                context, lambda day: reconcile_stored_receipts(conn, day, cfg, app_clock), reconciliation_metadata
+            )
+
+    @dg.asset(
+        key=INTRADAY_RECONCILIATION,
+        deps=[INTRADAY_DELIVERY_REPORTS],
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        tags=HOURLY_TAGS,
+        kinds={"python", "postgres"},
+        description=(
+            "Today's getDlr pull turned into receipts and reconciled like a day partition (without the "
+            "proof of non-submission, which needs the closed day), so outcomes are known within the hour."
+        ),
+    )
+    def intraday_reconciliation(
+        settings: SettingsResource, database: DatabaseResource, clock: ClockResource
+    ) -> dg.MaterializeResult:
+        cfg, app_clock = settings.get(), clock.clock()
+        today = local_date(app_clock.now(), cfg.provider_timezone)
+        with database.connect(autocommit=True) as conn:
+            result = reconcile_day(conn, today, cfg, app_clock)
+        return dg.MaterializeResult(metadata=reconciliation_metadata(result))
+
+    @dg.asset(
+        key=UPKEEP,
+        pool=DATABASE_POOL,
+        group_name=GROUP,
+        tags=HOURLY_TAGS,
+        kinds={"python", "postgres"},
+        description=(
+            "Hourly upkeep: submitted rows past validity without a final receipt -> expired; stale "
+            "claims -> unknown; overdue pending -> expired; partitions created ahead; retention "
+            "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages). "
+            "The health checks run after it."
+        ),
+    )
+    def upkeep(settings: SettingsResource, database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
+        cfg, app_clock = settings.get(), clock.clock()
+        with database.connect(autocommit=True) as conn:
+            done = run_upkeep(conn, cfg, app_clock)
+        return dg.MaterializeResult(metadata=asdict(done))
+
+    checks = [_health_check(name) for name in health.READINGS]
+    return dg.Definitions(
+        assets=[receipts, reconciliation, intraday_reconciliation, upkeep], asset_checks=checks
+    )
+
+
+def _health_check(name: str) -> dg.AssetChecksDefinition:
+    reading_of = health.READINGS[name]
+
+    @dg.asset_check(
+        asset=UPKEEP,
+        name=name,
+        blocking=False,
+        description=(reading_of.__doc__ or name.replace("_", " ")).strip().splitlines()[0],
+    )
+    def check(settings: SettingsResource, database: DatabaseResource, clock: ClockResource) -> dg.AssetCheckResult:
+        cfg = settings.get()
+        with database.connect(autocommit=True) as conn:
+            reading = reading_of(conn, clock.clock().now(), cfg, health.Thresholds())
+        return dg.AssetCheckResult(
+            passed=reading.passed,
+            severity=_SEVERITY[reading.severity],
+            description=reading.description,
+            metadata=reading.metadata,
+        )
+
+    return check
+
+
+def _day_by_day(
+    context: dg.AssetExecutionContext,
+    work: Callable[[date], Any],
+    metadata: Callable[[Any], Mapping[str, Any]],
+) -> dg.MaterializeResult:
+    """Run ``work`` for each day of the run, in order, each committing on its own.
+
+    A failing day stops the run (the days after it depend on it: receipts
+    and states move forward day by day); the days that finished are
+    recorded as materialised first.
+    """
+    finished: dict[str, Mapping[str, Any]] = {}
+    try:
+        for key in context.partition_keys:
+            finished[key] = metadata(work(date.fromisoformat(key)))
+            context.log.info(f"{context.asset_key.to_user_string()} {key}: {_one_line(finished[key])}")
+    except BaseException:
+        for key, meta in finished.items():
+            context.log_event(dg.AssetMaterialization(asset_key=context.asset_key, partition=key, metadata=meta))
+        raise
+    for key, meta in finished.items():
+        context.add_asset_metadata(meta, partition_key=key)
+    return dg.MaterializeResult()
+
+
+def _one_line(meta: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in meta.items() if not isinstance(value, (dict, list)))
+
+
+def receipts_metadata(load: ReceiptLoad) -> dict[str, Any]:
+    return {
+        "source_rows": load.source_rows,
+        "new_receipts": load.new_receipts,
+        "duplicate_rows": load.duplicate_rows,
+        "unkeyed_rows": load.unkeyed_rows,
+        "new_unmapped_receipts": load.new_unmapped_receipts,
+        "unmapped_rows": load.unmapped_rows,
+        "unmapped_words": dict(load.unmapped_words),
+        "duration_s": round(load.duration_s, 3),
+    }
+
+
+def reconciliation_metadata(result: ReconcileResult) -> dict[str, Any]:
+    return result.summary()

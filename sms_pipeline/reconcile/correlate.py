@@ -1,0 +1,87 @@
+"""The three correlation passes of design.md, set-based and three-valued.
+
+Every msgId with uncorrelated receipt events is tried on every run (new
+events, orphans, earlier ambiguous ones), in order:
+
+1. by msgId (the global registry);
+2. by transaction + recipient, for rows with a transaction id but no msgId;
+3. by reconstruction (recipient + sender + attempt time within the window),
+   for rows without a transaction id.
+
+A msgId goes to the next pass only when the previous one found no
+candidate at all. A pair is ``matched`` only when both its msgId and its row
+have exactly one candidate; otherwise both sides are ``ambiguous``. A msgId
+with no candidate is ``not_found`` (the orphan step takes its events).
+
+:func:`correlate` must run inside the caller's transaction: it leaves the
+temporary tables (``reconcile_uncorrelated``, ``reconcile_pairs``,
+``reconcile_decisions``) that :mod:`sms_pipeline.reconcile.apply` reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import psycopg
+
+from sms_pipeline.reconcile import statements
+
+
+@dataclass(frozen=True)
+class Correlation:
+    tried: int  # msgIds with uncorrelated events
+    by_msgid: int  # matched by pass 1
+    by_transaction: int  # matched by pass 2
+    by_reconstruction: int  # matched by pass 3
+    ambiguous: int  # msgIds with several candidates (or sharing their only one)
+    not_found: int  # msgIds no pass found anything for
+    rows_ambiguous: int  # message rows newly marked ambiguous
+    rows_not_found: int  # message rows of the day newly marked not_found
+
+    @property
+    def matched(self) -> int:
+        return self.by_msgid + self.by_transaction + self.by_reconstruction
+
+
+def window_ms(window: timedelta) -> int:
+    return int(window / timedelta(milliseconds=1))
+
+
+def correlate(
+    conn: psycopg.Connection,
+    *,
+    day_start: datetime,
+    day_end: datetime,
+    window: timedelta,
+    provider_timezone: ZoneInfo,
+    now: datetime,
+) -> Correlation:
+    """Run the passes and record ambiguous / not-found results (rows and events)."""
+    statements.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key)
+    conn.execute("ANALYZE reconcile_uncorrelated")  # temporary tables have no statistics otherwise
+    statements.run(conn, "reconcile_correlate_by_msgid")
+    statements.run(conn, "reconcile_correlate_by_transaction")
+    statements.run(conn, "reconcile_correlate_by_reconstruction", window=window)
+    statements.run(conn, "reconcile_correlate_decide")
+    conn.execute("ANALYZE reconcile_decisions")
+    tried, by_msgid, by_txn, by_reconstruction, ambiguous = statements.run(
+        conn, "reconcile_correlate_summary"
+    ).fetchone()
+    statements.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
+    ms = window_ms(window)
+    rows_ambiguous = statements.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms, now=now)
+    rows_not_found = statements.scalar(
+        conn, "reconcile_correlate_not_found_rows", day_start=day_start, day_end=day_end, window_ms=ms, now=now
+    )
+    return Correlation(
+        tried=tried,
+        by_msgid=by_msgid,
+        by_transaction=by_txn,
+        by_reconstruction=by_reconstruction,
+        ambiguous=ambiguous,
+        not_found=tried - by_msgid - by_txn - by_reconstruction - ambiguous,
+        rows_ambiguous=rows_ambiguous,
+        rows_not_found=rows_not_found,
+    )

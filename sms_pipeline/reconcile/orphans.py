@@ -1,0 +1,28 @@
+"""Orphans: receipt events no correlation pass matched, kept with their payload.
+
+Opened only after all passes ran (so a receipt matched by reconstruction is
+never an orphan first); earlier orphans are resolved once their event has
+been matched, because every uncorrelated event is tried again on each run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from sms_pipeline.reconcile import statements
+
+
+@dataclass(frozen=True)
+class Orphans:
+    opened: int
+    resolved: int
+
+
+def settle_orphans(conn: psycopg.Connection, *, now: datetime) -> Orphans:
+    """Resolve matched orphans, then open new ones (inside the caller's transaction)."""
+    resolved = statements.scalar(conn, "reconcile_orphans_resolve", now=now)
+    opened = statements.scalar(conn, "reconcile_orphans_open")
+    return Orphans(opened=opened, resolved=resolved)

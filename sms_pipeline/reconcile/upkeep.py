@@ -1,0 +1,89 @@
+"""Hourly upkeep: time-driven state moves, partitions ahead, retention.
+
+- the send queue's own upkeep (stale claims -> ``unknown``, overdue pending
+  -> ``expired``: :mod:`sms_pipeline.worker.upkeep`);
+- ``submitted`` rows past validity with no final receipt -> ``expired``;
+- monthly partitions created ahead for messages and receipts;
+- retention per seed 003: receipt partitions older than 90 days dropped,
+  resolved orphans deleted after 30 days, expired OTP verifications purged
+  before any message partition is dropped (message partitions only when a
+  message horizon is given: how long to keep them is finance's decision).
+
+Each step is one short transaction; every step only touches what still
+needs it, so running upkeep twice moves nothing the second time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import psycopg
+
+from sms_pipeline.core.clock import Clock
+from sms_pipeline.reconcile import statements
+from sms_pipeline.settings import Settings
+from sms_pipeline.worker import upkeep as send_queue_upkeep
+
+RECEIPT_RETENTION = timedelta(days=90)  # seed 003; also the provider's own report horizon
+RESOLVED_ORPHAN_RETENTION = timedelta(days=30)  # seed 003; unresolved orphans are kept
+OTP_VERIFICATION_RETENTION = timedelta(days=1)  # after expiry: a code is useless, keep a day for support
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    claims_expired: int  # claimed -> unknown (lease ran out)
+    pending_expired: int  # pending -> expired (window passed unsent)
+    submitted_expired: int  # submitted -> expired (validity passed, no final receipt)
+    message_partitions_created: int
+    receipt_partitions_created: int
+    otp_verifications_purged: int
+    receipt_partitions_dropped: int
+    day_report_partitions_dropped: int
+    txn_reports_purged: int
+    getdlr_rows_purged: int
+    orphans_purged: int
+    message_partitions_dropped: int
+
+
+def run_upkeep(
+    conn: psycopg.Connection, settings: Settings, clock: Clock, *, message_retention: timedelta | None = None
+) -> Upkeep:
+    statements.require_no_open_transaction(conn)
+    now = clock.now()
+    queue = send_queue_upkeep.run_upkeep(conn, now=now, lease=timedelta(seconds=settings.claim_lease_s))
+    submitted_expired = expire_unconfirmed(conn, settings, now)
+    with conn.transaction():
+        created = statements.record(conn, "reconcile_upkeep_partitions_ahead", now=now)
+    with conn.transaction():
+        retention = statements.record(
+            conn, "reconcile_upkeep_retention",
+            otp_expired_before=now - OTP_VERIFICATION_RETENTION,
+            receipts_before=now - RECEIPT_RETENTION,
+            raw_reports_before=(now - RECEIPT_RETENTION).astimezone(settings.provider_timezone).date(),
+            orphans_resolved_before=now - RESOLVED_ORPHAN_RETENTION,
+        )  # fmt: skip
+    messages_dropped = 0
+    if message_retention is not None:
+        with conn.transaction():
+            messages_dropped = statements.scalar(
+                conn, "reconcile_upkeep_drop_messages", messages_before=now - message_retention
+            )
+    return Upkeep(
+        claims_expired=queue.claims_expired,
+        pending_expired=queue.pending_expired,
+        submitted_expired=submitted_expired,
+        message_partitions_created=created["messages"],
+        receipt_partitions_created=created["receipts"],
+        message_partitions_dropped=messages_dropped,
+        **retention,
+    )
+
+def expire_unconfirmed(conn: psycopg.Connection, settings: Settings, now: datetime) -> int:
+    """Only the validity sweep (``submitted`` past validity -> ``expired``); commits."""
+    statements.require_no_open_transaction(conn)
+    with conn.transaction():
+        return statements.scalar(
+            conn, "reconcile_upkeep_expire_submitted",
+            submitted_before=now - timedelta(hours=settings.validity_h), now=now,
+        )  # fmt: skip

@@ -1,0 +1,76 @@
+-- Each matched message's new events reduced to one decision (DISTINCT ON),
+-- forward only:
+--   * any matched event is evidence the provider took the message: an
+--     `unknown` row counts as `submitted` from here on;
+--   * the first final event (by provider done time, then first seen, then
+--     id) moves a `submitted` row to its final state; intermediate and
+--     unmapped words never move a state;
+--   * settled_outcome is the row's final outcome after this run (NULL while
+--     it has none, and for rows proved never submitted: any final receipt
+--     for those contradicts the proof);
+--   * the first final is `applied` only when it agrees with settled_outcome
+--     and the row had no applied final yet; a later final that agrees is a
+--     duplicate, one that disagrees a conflict (recorded, counted, never
+--     applied).
+-- Creates the temporary table reconcile_message_decisions.
+CREATE TEMPORARY TABLE reconcile_message_decisions ON COMMIT DROP AS
+WITH per_message AS (
+    SELECT message_id, message_created_at,
+           min(msg_id) AS msg_id,
+           min(pass) AS pass,
+           min(provider_txn_id) AS txn_id,
+           min(provider_submit_at) AS submit_at
+      FROM reconcile_events
+     GROUP BY message_id, message_created_at
+),
+first_final AS (
+    SELECT DISTINCT ON (message_id, message_created_at)
+           message_id, message_created_at, receipt_id, submit_month, status_word, outcome, cause, provider_done_at
+      FROM reconcile_events
+     WHERE outcome IN ('delivered', 'failed', 'expired')
+     ORDER BY message_id, message_created_at, provider_done_at NULLS LAST, first_seen_at, receipt_id
+),
+decided AS (
+    SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id, p.submit_at,
+           m.state AS old_state,
+           m.final_status AS old_final_status,
+           m.state_reason AS old_state_reason,
+           f.receipt_id AS final_receipt_id,
+           f.submit_month AS final_submit_month,
+           f.status_word AS final_word,
+           f.outcome AS final_outcome,
+           f.cause AS final_cause,
+           f.provider_done_at AS final_done_at,
+           e.evidence_state,
+           CASE WHEN e.evidence_state = 'submitted' AND f.outcome IS NOT NULL
+                THEN f.outcome::msg.message_state ELSE e.evidence_state END AS new_state
+      FROM per_message p
+      JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
+      LEFT JOIN first_final f ON f.message_id = p.message_id AND f.message_created_at = p.message_created_at
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END
+                      AS evidence_state) e
+),
+settled AS (
+    SELECT d.*,
+           CASE WHEN d.new_state IN ('delivered', 'failed', 'expired')
+                 AND d.old_state_reason IS DISTINCT FROM 'not_submitted'
+                THEN d.new_state::text END AS settled_outcome
+      FROM decided d
+),
+conflicts AS (
+    SELECT DISTINCT ON (e.message_id, e.message_created_at)
+           e.message_id, e.message_created_at, e.status_word AS conflict_word
+      FROM reconcile_events e
+      JOIN settled s ON s.message_id = e.message_id AND s.message_created_at = e.message_created_at
+     WHERE e.outcome IN ('delivered', 'failed', 'expired')
+       AND e.outcome IS DISTINCT FROM s.settled_outcome
+     ORDER BY e.message_id, e.message_created_at, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
+)
+SELECT s.*,
+       s.final_receipt_id IS NOT NULL
+       AND s.old_final_status IS NULL
+       AND s.final_outcome = s.settled_outcome AS applies,
+       c.conflict_word
+  FROM settled s
+  LEFT JOIN conflicts c ON c.message_id = s.message_id AND c.message_created_at = s.message_created_at

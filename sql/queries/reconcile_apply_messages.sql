@@ -1,0 +1,44 @@
+-- One statement for every matched message: msgId (and transaction id) onto
+-- the row, correlation result and window, and the decided state move
+-- (only `submitted` -> final; every other row keeps its state), with the
+-- applied final's word, cause and delivery time, and the first conflicting
+-- final kept beside it. Guarded by the state the decision was made from,
+-- and only rows whose values change: a re-run updates nothing.
+-- Parameters: window_ms, now. Returns (from_state, to_state, rows).
+WITH target AS (
+    SELECT d.*,
+           CASE WHEN d.applies THEN d.final_word END AS applied_word,
+           CASE WHEN d.applies THEN d.final_cause END AS applied_cause,
+           CASE WHEN d.applies AND d.final_outcome = 'delivered' THEN d.final_done_at END AS applied_delivered_at
+      FROM reconcile_message_decisions d
+),
+moved AS (
+    UPDATE msg.outbound_message m
+       SET state = t.new_state,
+           provider_message_id = COALESCE(m.provider_message_id, t.msg_id),
+           provider_txn_id = COALESCE(m.provider_txn_id, t.txn_id),
+           correlation_result = 'matched',
+           correlation_window_ms = CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
+           final_status = COALESCE(t.applied_word, m.final_status),
+           provider_cause = CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
+           delivered_at = COALESCE(t.applied_delivered_at, m.delivered_at),
+           conflicting_final_status = COALESCE(m.conflicting_final_status, t.conflict_word),
+           reconciled_at = %(now)s::timestamptz,
+           updated_at = %(now)s::timestamptz
+      FROM target t
+     WHERE m.id = t.message_id
+       AND m.created_at = t.message_created_at
+       AND m.state = t.evidence_state
+       AND (m.state, m.provider_message_id, m.provider_txn_id, m.correlation_result, m.correlation_window_ms,
+            m.final_status, m.provider_cause, m.delivered_at, m.conflicting_final_status)
+           IS DISTINCT FROM
+           (t.new_state, COALESCE(m.provider_message_id, t.msg_id), COALESCE(m.provider_txn_id, t.txn_id),
+            'matched'::msg.correlation_result,
+            CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
+            COALESCE(t.applied_word, m.final_status),
+            CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
+            COALESCE(t.applied_delivered_at, m.delivered_at),
+            COALESCE(m.conflicting_final_status, t.conflict_word))
+    RETURNING t.evidence_state AS from_state, m.state AS to_state
+)
+SELECT from_state::text, to_state::text, count(*) FROM moved GROUP BY 1, 2

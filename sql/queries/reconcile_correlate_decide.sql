@@ -1,0 +1,10 @@
+-- Three-valued decision per pair: a pair is `matched` only when its msgId
+-- has exactly one candidate row AND that row exactly one candidate msgId;
+-- otherwise every side of it is `ambiguous`. Nothing is ever picked among
+-- several candidates.
+-- Creates the temporary table reconcile_decisions.
+CREATE TEMPORARY TABLE reconcile_decisions ON COMMIT DROP AS
+SELECT msg_id, message_id, message_created_at, pass,
+       count(*) OVER (PARTITION BY msg_id) = 1
+       AND count(*) OVER (PARTITION BY message_id, message_created_at) = 1 AS matched
+  FROM reconcile_pairs

@@ -1,0 +1,33 @@
+-- Every provider msgId that still has uncorrelated receipt events (new
+-- ones, orphans, earlier ambiguous or not-found ones: all are tried again
+-- on every run), reduced to one row: correlation works per msgId, not per
+-- event, so the ACCEPTD and the DELIVRD of one message count as one
+-- candidate. Transaction id, recipient and sender are the same on every
+-- event of one msgId.
+-- The submit time: getDlr's millisecond epoch when there is one (exact);
+-- otherwise the reading of a provider-local wall-clock time, which is a
+-- guess inside the repeated hour of a DST fall-back. For those, the other
+-- instant with the same local time is kept as alt_submit_at, so that
+-- reconstruction can try both readings instead of missing by an hour.
+-- Parameters: time_zone (the provider's).
+-- Creates the temporary table reconcile_uncorrelated (dropped at commit).
+CREATE TEMPORARY TABLE reconcile_uncorrelated ON COMMIT DROP AS
+WITH per_id AS (
+    SELECT provider_message_id AS msg_id,
+           min(provider_txn_id) AS txn_id,
+           min(recipient) AS recipient,
+           min(sender_name) AS sender_name,
+           COALESCE(min(provider_submit_at) FILTER (WHERE source = 'getdlr'), min(provider_submit_at)) AS submit_at,
+           bool_or(source = 'getdlr') AS exact_submit
+      FROM dlr.delivery_receipts
+     WHERE message_id IS NULL
+     GROUP BY provider_message_id
+)
+SELECT msg_id, txn_id, recipient, sender_name, submit_at,
+       CASE WHEN exact_submit THEN NULL
+            WHEN (submit_at - interval '1 hour') AT TIME ZONE %(time_zone)s = submit_at AT TIME ZONE %(time_zone)s
+                THEN submit_at - interval '1 hour'
+            WHEN (submit_at + interval '1 hour') AT TIME ZONE %(time_zone)s = submit_at AT TIME ZONE %(time_zone)s
+                THEN submit_at + interval '1 hour'
+       END AS alt_submit_at
+  FROM per_id

@@ -1,0 +1,11 @@
+-- Rows waiting for evidence or a person: `unknown` rows (possibly billed,
+-- never re-sent blind) and how many of them are older than the point by
+-- which the proof of non-submission should have decided them; rows left
+-- `ambiguous` while still open. Index: outbound_message_open_idx.
+-- Parameters: stale_before (attempt time). Returns one row of counts.
+SELECT count(*) FILTER (WHERE state = 'unknown') AS unknown_open,
+       count(*) FILTER (WHERE state = 'unknown'
+                          AND COALESCE(submitted_at, claimed_at) < %(stale_before)s::timestamptz) AS unknown_stale,
+       count(*) FILTER (WHERE correlation_result = 'ambiguous') AS ambiguous_open
+  FROM msg.outbound_message
+ WHERE state IN ('submitted', 'unknown')

@@ -1,0 +1,64 @@
+"""Health checks (asset checks on msg/upkeep): they fail when they should and pass on a healthy day."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import dagster as dg
+
+from conftest import numbers
+
+
+def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_a_healthy_day_passes_every_check(world):
+    world.send(numbers(40))
+    world.otp("919700000030")
+    world.move_to(world.at(world.day + timedelta(days=1), 3))
+    world.run_daily(world.day)
+    checks = _checks(world.run_upkeep())
+    assert set(checks) == {"oldest_pending_age", "still_pending_ratio", "receipts_flowing", "orphan_rate",
+                           "unknown_open", "ambiguous_open", "unpriced_units"}
+    failed = {name: c.description for name, c in checks.items() if not c.passed}
+    assert failed == {}
+    assert checks["oldest_pending_age"].metadata["oldest_pending_age_seconds"].value == 0
+
+
+def test_a_stale_pending_row_fails_loudly(world):
+    world._insert("919700000031", "Waiting", "SGCSMS", "transactional")
+    world.move_to(world.clock.now() + timedelta(hours=2))
+    check = _checks(world.run_upkeep())["oldest_pending_age"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert check.metadata["oldest_pending_age_seconds"].value == 7200
+
+
+def test_receipts_that_stopped_coming_are_an_error(world):
+    world.send(numbers(10))
+    world.move_to(world.clock.now() + timedelta(hours=4))  # no report was ever loaded
+    checks = _checks(world.run_upkeep())
+    for name in ("receipts_flowing", "still_pending_ratio"):
+        assert not checks[name].passed and checks[name].severity == dg.AssetCheckSeverity.ERROR, name
+    assert checks["receipts_flowing"].metadata["messages_awaiting_receipt"].value == 10
+    assert checks["still_pending_ratio"].metadata["still_pending_ratio"].value["transactional"] == 1.0
+
+
+def test_an_unpriced_message_fails_the_unpriced_check(world):
+    world.conn.execute("DELETE FROM msg.rate_card WHERE message_class = 'promotional'")
+    world.send(numbers(2), text="Sale today", message_class="promotional")
+    check = _checks(world.run_upkeep())["unpriced_units"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert (check.metadata["unpriced_rows"].value, check.metadata["unpriced_units"].value) == (2, 2)
+
+
+def test_ambiguous_and_orphaned_receipts_are_reported(world):
+    world.otp("919700000032")
+    world.move_to(world.clock.now() + timedelta(seconds=40))
+    world.otp("919700000032")
+    world.client.send(["919700000033"], "No row for this one", "SGCSMS")
+    world.move_to(world.at(world.day + timedelta(days=1), 3))
+    world.run_daily(world.day)
+    checks = _checks(world.run_upkeep())
+    assert not checks["ambiguous_open"].passed and checks["ambiguous_open"].metadata["ambiguous_open"].value == 2
+    assert not checks["orphan_rate"].passed and checks["orphan_rate"].metadata["orphaned_receipts"].value == 1

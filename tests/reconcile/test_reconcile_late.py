@@ -1,0 +1,74 @@
+"""Late receipts, and `unknown` rows resolved by evidence or by proof of non-submission."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from conftest import STATE_OF_WORD, numbers
+from sms_pipeline.core.provider_time import local_date
+from sms_pipeline.pipeline.schedules import daily_days
+from sms_pipeline.simulator import generation
+
+
+def _daily_tick(world, tick_day):
+    """What the daily schedule runs at 02:30 provider-local on ``tick_day``: yesterday + lookback."""
+    world.move_to(world.at(tick_day, 2, 30))
+    first, last = daily_days(world.clock.now(), world.settings)
+    world.run_daily(first, last)
+
+
+def test_a_final_receipt_arriving_two_days_later_lands_with_the_lookback_run(world):
+    recipients = numbers(300)
+    keys = dict(zip(recipients, world.send(recipients)))
+    tz = world.tz
+
+    def final_day(recipient):
+        line = world.timeline(world.msg_id_of(recipient))
+        if line.final == generation.NEVER_FINAL:
+            return None
+        return local_date(world.submitted_at(world.msg_id_of(recipient)) + timedelta(milliseconds=line.final_ms), tz)
+
+    late = next(r for r in recipients if final_day(r) == world.day + timedelta(days=2)
+                and world.at(world.day + timedelta(days=2), 2, 30)
+                < world.submitted_at(world.msg_id_of(r)) + timedelta(milliseconds=world.timeline(world.msg_id_of(r)).final_ms))
+    final_word = generation.STATUSES[world.timeline(world.msg_id_of(late)).final].word
+
+    _daily_tick(world, world.day + timedelta(days=1))
+    assert world.row(keys[late])["state"] == "submitted"
+    _daily_tick(world, world.day + timedelta(days=2))
+    assert world.row(keys[late])["state"] == "submitted"  # not final yet at this tick
+    _daily_tick(world, world.day + timedelta(days=3))  # day D is in the lookback of this run
+    row = world.row(keys[late])
+    assert (row["state"], row["final_status"]) == (STATE_OF_WORD[final_word], final_word)
+
+
+def test_an_unknown_row_from_accept_then_drop_ends_submitted_then_final(world):
+    keys = world.send_ambiguous(numbers(2), "accept_then_drop")
+    world.mark_unknown(keys)
+    _daily_tick(world, world.day + timedelta(days=1))
+    for recipient, key in zip(numbers(2), keys):
+        row = world.row(key)
+        msg_id = world.msg_id_of(recipient)
+        assert row["state"] in ("submitted", "delivered", "failed", "expired")
+        assert row["state"] == world.expected_state(msg_id, world.clock.now())
+        assert row["state_reason"] == "submission_confirmed" and row["submitted_at"] is not None
+
+
+def test_an_unknown_row_from_a_5xx_is_proved_never_submitted_after_the_grace(world):
+    (key,) = world.send_ambiguous(numbers(1), "http_5xx")
+    world.mark_unknown([key])
+    # Other traffic of the day, some of it with receipts between the two ticks, so the second
+    # download changes the day's file (an unchanged download leaves the checkpoint as it was).
+    world.send(numbers(300, start=50))
+    _daily_tick(world, world.day + timedelta(days=1))  # the report is in, but the grace has not passed
+    assert world.row(key)["state"] == "unknown"
+    assert world.row(key)["correlation_result"] == "not_found"
+    _daily_tick(world, world.day + timedelta(days=2))  # downloaded after close + 24 h: absence is proof
+    fetched_at = world.conn.execute(
+        "SELECT fetched_at FROM dlr.report_checkpoints WHERE report_kind = 'day' AND report_date = %s", (world.day,)
+    ).fetchone()[0]
+    assert fetched_at == world.clock.now()
+    row = world.row(key)
+    assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
+    assert (row["submitted_at"], row["billable_units"], row["cost"]) == (None, None, None)
+    assert world.ledger() and numbers(1)[0] not in [e.mobile for e in world.ledger()]
