@@ -41,7 +41,7 @@ def test_credentials_stay_secret(make_client, sim, account, tmp_path, caplog, au
         logging.getLogger(name).setLevel(logging.DEBUG)
     options = {"password": Secret(account.password), "api_key": None} if auth == "password" else {
         "password": None, "api_key": Secret(account.api_key)}
-    provider = make_client(read_timeout=0.3, max_retries=1, **options)
+    provider = make_client(read_timeout=1.0, max_retries=1, **options)
 
     texts = _exercise(provider, sim, tmp_path)
 
