@@ -30,9 +30,12 @@ from sms_pipeline.pipeline import ingest_assets, reconcile_assets
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
 from sms_pipeline.pipeline.schedules import partition_range_tags
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.provider.results import SendAccepted, SendAmbiguous
+from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.simulator import generation
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
+from sms_pipeline.worker import intake
+from sms_pipeline.worker.breaker import CircuitBreaker
+from sms_pipeline.worker.loop import Worker, bulk_strategies
 
 TENANT = "tenant-a"
 SENDER = "SGCSMS"
@@ -104,36 +107,45 @@ class World:
         return key
 
     def send(self, recipients: Sequence[str], text: str = "Your order has shipped", sender: str = SENDER,
-             message_class: str = "transactional", duplicate_check: bool = False) -> list[tuple]:
-        """One accepted /send; rows written as the worker's fan-out does (invalid ones rejected)."""
-        outcome = self.client.send(list(recipients), text, sender, duplicate_check=duplicate_check)
-        assert isinstance(outcome, SendAccepted), outcome
-        keys = []
-        for recipient in recipients:
-            if recipient in outcome.invalid:
-                keys.append(self._insert(recipient, text, sender, message_class, state="rejected",
-                                         claimed_at=self.clock.now()))
-            else:
-                keys.append(self._submitted(recipient, text, sender, message_class, outcome.transaction_id))
-        return keys
+             message_class: str = "transactional") -> list[tuple]:
+        """Enqueue one message per recipient and let the real worker send them (one request)."""
+        records = [
+            {"tenant_id": TENANT, "event_type": "reconcile_test", "event_id": uuid.uuid4().hex,
+             "recipient": "+" + recipient, "body": text, "message_class": message_class, "channel": "sms",
+             "sender_id": sender}
+            for recipient in recipients
+        ]
+        enqueued = intake.enqueue(self.conn, [intake.new_message(r) for r in records], clock=self.clock)
+        worker = Worker(
+            lambda: psycopg.connect(self.db_url, autocommit=True), bulk_strategies(self.client, self.tz.key),
+            clock=self.clock, batch_size=self.settings.batch_size,
+            lease=timedelta(seconds=self.settings.claim_lease_s), breaker=CircuitBreaker(5, 30.0),
+            poll_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05,
+        )
+        worker.run(once=True)
+        return [(e.message_id, e.created_at) for e in enqueued]
 
     def send_ambiguous(self, recipients: Sequence[str], fault: str, text: str = "Your order has shipped") -> list[tuple]:
-        """A /send whose answer never arrives: rows `unknown`, no transaction id."""
+        """A send through the worker whose answer never arrives: the worker writes the rows `unknown`."""
         self.sim.faults.update({fault: 1.0})
         try:
-            outcome = self.client.send(list(recipients), text, SENDER)
+            keys = self.send(recipients, text)
         finally:
             self.sim.faults.update({fault: 0.0})
-        assert isinstance(outcome, SendAmbiguous), outcome
-        now = self.clock.now()
-        return [self._insert(r, text, SENDER, "transactional", state="claimed", claimed_at=now) for r in recipients]
+        assert {self.row(k)["state"] for k in keys} == {"unknown"}
+        return keys
 
-    def mark_unknown(self, keys: Sequence[tuple], reason: str = "ambiguous_response") -> None:
-        for key in keys:
-            self.conn.execute(
-                "UPDATE msg.outbound_message SET state = 'unknown', state_reason = %s WHERE id = %s AND created_at = %s",
-                (reason, *key),
-            )
+    def send_then_crash(self, recipient: str, text: str = "Your order has shipped") -> tuple:
+        """The provider accepted the request but the worker died before writing: the row stays `claimed`."""
+        outcome = self.client.send([recipient], text, SENDER)
+        assert isinstance(outcome, SendAccepted), outcome
+        return self._insert(recipient, text, SENDER, "transactional", state="claimed", claimed_at=self.clock.now())
+
+    def send_same_number_twice(self, recipient: str, text: str = "Your order has shipped") -> list[tuple]:
+        """One request listing a number twice (the worker never does this; the provider then has two msgIds)."""
+        outcome = self.client.send([recipient, recipient], text, SENDER, duplicate_check=False)
+        assert isinstance(outcome, SendAccepted) and len(outcome.accepted) == 2, outcome
+        return [self._submitted(recipient, text, SENDER, "transactional", outcome.transaction_id) for _ in range(2)]
 
     def otp(self, recipient: str, template: str = "Your code is $otp$") -> tuple:
         outcome = self.client.otp_generate(recipient, template, SENDER, "123456", code_expiry_s=300)

@@ -19,7 +19,6 @@ def test_the_same_day_twice_and_a_range_over_reconciled_days_update_nothing(worl
     world.send(numbers(30))
     world.otp("919700000001")
     (unknown,) = world.send_ambiguous(["919700000002"], "accept_then_drop")
-    world.mark_unknown([unknown])
     world.client.send(["919700000003"], "No row for this one", "SGCSMS")  # an orphan
     world.move_to(world.at(world.day + timedelta(days=1), 12))
     world.send(numbers(5, start=100))  # the next day has traffic too

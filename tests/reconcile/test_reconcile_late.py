@@ -44,7 +44,6 @@ def test_a_final_receipt_arriving_two_days_later_lands_with_the_lookback_run(wor
 
 def test_an_unknown_row_from_accept_then_drop_ends_submitted_then_final(world):
     keys = world.send_ambiguous(numbers(2), "accept_then_drop")
-    world.mark_unknown(keys)
     _daily_tick(world, world.day + timedelta(days=1))
     for recipient, key in zip(numbers(2), keys):
         row = world.row(key)
@@ -56,7 +55,6 @@ def test_an_unknown_row_from_accept_then_drop_ends_submitted_then_final(world):
 
 def test_an_unknown_row_from_a_5xx_is_proved_never_submitted_after_the_grace(world):
     (key,) = world.send_ambiguous(numbers(1), "http_5xx")
-    world.mark_unknown([key])
     # Other traffic of the day, some of it with receipts between the two ticks, so the second
     # download changes the day's file (an unchanged download leaves the checkpoint as it was).
     world.send(numbers(300, start=50))

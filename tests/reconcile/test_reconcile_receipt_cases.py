@@ -139,7 +139,7 @@ def test_case_6_a_receipt_without_a_message_is_an_orphan_until_the_message_appea
 
 def test_case_7_receipt_before_the_response_was_stored(world):
     recipient = numbers(1)[0]
-    (key,) = world.send_ambiguous([recipient], "accept_then_drop")  # row still `claimed`: the worker died
+    key = world.send_then_crash(recipient)
     world.move_to(world.at(world.day + timedelta(days=1), 3))
     world.run_daily(world.day)
     assert world.row(key)["state"] == "claimed"  # a claimed row is the worker's: never touched
@@ -178,7 +178,7 @@ def test_case_8_msg_ids_above_2_63_and_with_leading_zeros_survive_exactly(world)
 
 def test_case_10_the_same_recipient_twice_in_one_transaction_is_ambiguous(world):
     recipient = numbers(1)[0]
-    keys = world.send([recipient, recipient])  # duplicatecheck off: two msgIds, one transaction
+    keys = world.send_same_number_twice(recipient)
     world.move_to(world.at(world.day + timedelta(days=1), 3))
     world.run_daily(world.day)
     for key in keys:
@@ -192,7 +192,6 @@ def test_case_10_the_same_recipient_twice_in_one_transaction_is_ambiguous(world)
 def test_case_13_accepted_then_dropped_is_found_billed_once_and_never_resent(world):
     recipients = numbers(3)
     keys = world.send_ambiguous(recipients, "accept_then_drop")
-    world.mark_unknown(keys)  # what the worker writes for an answer that never came
     world.move_to(world.at(world.day + timedelta(days=1), 3))
     world.run_daily(world.day)
     for recipient, key in zip(recipients, keys):
