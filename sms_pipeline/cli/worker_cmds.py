@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
+from sms_pipeline.otp.send import otp_strategies
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
 from sms_pipeline.worker import intake, operator, rates
@@ -31,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     enqueue = sub.add_parser("enqueue", help="load send requests from a JSONL file (idempotent)")
     enqueue.add_argument("file", type=Path, metavar="FILE.jsonl")
     enqueue.add_argument("--chunk-size", type=_positive, default=10_000, help="requests per transaction")
+    enqueue.add_argument("--workers", type=_positive, default=min(4, os.cpu_count() or 1),
+                         help="validation processes for large files (default: CPUs, at most 4)")
     enqueue.set_defaults(handler=enqueue_file)
 
     rate_card = sub.add_parser("rates", help="the rate card")
@@ -97,6 +101,7 @@ def enqueue_file(args: argparse.Namespace, settings: Settings) -> int:
     with progress, connection.connect_url(url, autocommit=True) as conn, path.open("rb") as lines:
         task = progress.add_task("enqueue", total=path.stat().st_size)
         result = intake.enqueue_lines(conn, lines, clock=RealClock(), chunk_size=args.chunk_size,
+                                      workers=args.workers,
                                       on_bytes=lambda n: progress.advance(task, n),
                                       otp_code_length=settings.otp_code_length)
     for bad in result.bad_lines[:_BAD_LINES_SHOWN]:
@@ -146,8 +151,8 @@ def _stop_on_signals(worker: Worker) -> Iterator[None]:
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     url = _database_url(settings)
     with ProviderClient.from_settings(settings) as client:
-        queues = select_queues(bulk_strategies(client, settings.provider_timezone.key),
-                               channels=args.channel, classes=args.message_class)
+        strategies = {**bulk_strategies(client, settings.provider_timezone.key), **otp_strategies(client, settings)}
+        queues = select_queues(strategies, channels=args.channel, classes=args.message_class)
         worker = Worker(
             lambda: connection.connect_url(url, autocommit=True),
             queues,

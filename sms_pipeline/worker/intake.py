@@ -12,9 +12,13 @@ row, no error.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
+import multiprocessing
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
@@ -26,6 +30,7 @@ from sms_pipeline.core import keys, msisdn, otp, segments
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.states import Channel, MessageClass
+from sms_pipeline.otp import requests as otp_requests
 from sms_pipeline.worker.input_lines import BadLine, InvalidField
 
 log = logging.getLogger(__name__)
@@ -33,7 +38,7 @@ log = logging.getLogger(__name__)
 REQUIRED_TEXT = ("tenant_id", "event_type", "recipient", "body", "message_class", "channel", "sender_id")
 OPTIONAL_IDS = ("template_id", "dlt_entity_id", "dlt_template_id")
 OPTIONAL_TIMES = ("scheduled_for", "expires_at")
-FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES})
+FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES, *otp_requests.FIELDS})
 # Provider-issued ids must arrive as strings: a 19-digit id that went through a
 # JSON number in a JavaScript producer is already corrupted.
 _PROVIDER_IDS = frozenset({"dlt_entity_id", "dlt_template_id"})
@@ -62,6 +67,9 @@ class NewMessage:
     encoding: str
     segments: int
     business_key: str
+    # OTP only: what the code will authorise and the session that asked (sms_pipeline.otp.requests).
+    otp_purpose: str | None = None
+    otp_session_binding: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +176,7 @@ def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
         count = _count(body, message_class, otp_code_length)  # type: ignore[arg-type]
     except otp.MissingPlaceholder:
         raise InvalidField("body", f"an OTP body must contain the {otp.PLACEHOLDER_OTP} placeholder") from None
+    otp_purpose, otp_session_binding = otp_requests.request_fields(record, message_class)
     template_id, dlt_entity_id, dlt_template_id = (
         _identifier(record, name, required=False) for name in OPTIONAL_IDS)
     scheduled_for, expires_at = (_instant(record, name) for name in OPTIONAL_TIMES)
@@ -191,6 +200,8 @@ def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
         segments=count.segments,
         business_key=keys.business_key(tenant_id, event_type, event_id, recipient, template_id,  # type: ignore[arg-type]
                                        default_region=default_region),
+        otp_purpose=otp_purpose,
+        otp_session_binding=otp_session_binding,
     )
 
 
@@ -300,6 +311,7 @@ def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: 
                                 m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, m.expires_at))
         created_ids = _insert_new(conn, now)
         rows = conn.execute(_RESOLVE).fetchall()
+        otp_requests.record_requests(conn, messages, [(row[0], row[1], row[2]) for row in rows])
     if len(rows) != len(messages):
         raise RuntimeError(f"intake resolved {len(rows)} of {len(messages)} requests")
     results = []
@@ -334,13 +346,71 @@ class FileIntake:
     bad_lines: list[BadLine] = field(default_factory=list)
 
 
+# Lines handed to one validation process at a time: large enough that
+# shipping them costs little next to validating them.
+_LINES_PER_BLOCK = 2_000
+
+
+def _validate_block(first_line_no: int, raw_lines: list[bytes],
+                    options: Mapping[str, object]) -> list[NewMessage | BadLine]:
+    validated: list[NewMessage | BadLine] = []
+    for line_no, raw in enumerate(raw_lines, start=first_line_no):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            validated.append(BadLine(line_no, None, "not UTF-8 text"))
+            continue
+        validated.extend(parsed for _, parsed in read_jsonl((text,), first_line_no=line_no, **options))
+    return validated
+
+
+def _blocks(lines: Iterable[bytes], on_bytes: Callable[[int], None] | None) -> Iterator[tuple[int, list[bytes]]]:
+    block: list[bytes] = []
+    first_line_no = 1
+    for line_no, raw in enumerate(lines, start=1):
+        if on_bytes is not None:
+            on_bytes(len(raw))
+        block.append(raw)
+        if len(block) == _LINES_PER_BLOCK:
+            yield first_line_no, block
+            first_line_no, block = line_no + 1, []
+    if block:
+        yield first_line_no, block
+
+
+def validate_lines(lines: Iterable[bytes], *, workers: int = 1, on_bytes: Callable[[int], None] | None = None,
+                   **options: object) -> Iterator[NewMessage | BadLine]:
+    """Every non-blank JSONL line, validated, in file order.
+
+    Number parsing dominates intake, so with ``workers`` > 1 and more than one
+    block of lines it runs in that many processes (spawned, so no database
+    connection is ever shared with them), a few blocks ahead of the consumer.
+    """
+    blocks = _blocks(lines, on_bytes)
+    head = list(itertools.islice(blocks, 2))
+    if workers <= 1 or len(head) < 2:
+        for block in itertools.chain(head, blocks):
+            yield from _validate_block(*block, options)
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque[Future[list[NewMessage | BadLine]]] = deque()
+        for block in itertools.chain(head, blocks):
+            pending.append(pool.submit(_validate_block, *block, options))
+            if len(pending) > 2 * workers:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
 def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Clock, chunk_size: int = 10_000,
-                  on_bytes: Callable[[int], None] | None = None, **options: object) -> FileIntake:
+                  workers: int = 1, on_bytes: Callable[[int], None] | None = None,
+                  **options: object) -> FileIntake:
     """Validate and enqueue a JSONL byte stream in chunks of ``chunk_size`` good lines.
 
     Good lines load even when others are refused; each chunk commits on its
     own, and a re-run after a crash loads only what is missing (intake is
-    idempotent). ``on_bytes`` is told how many bytes each line took (progress).
+    idempotent). ``workers`` validation processes run while the database
+    inserts; ``on_bytes`` is told how many bytes each line took (progress).
     """
     result = FileIntake()
     chunk: list[NewMessage] = []
@@ -351,20 +421,12 @@ def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Cl
             result.existing += not row.created
         chunk.clear()
 
-    for line_no, raw in enumerate(lines, start=1):
-        if on_bytes is not None:
-            on_bytes(len(raw))
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            result.bad_lines.append(BadLine(line_no, None, "not UTF-8 text"))
+    for validated in validate_lines(lines, workers=workers, on_bytes=on_bytes, **options):
+        if isinstance(validated, BadLine):
+            result.bad_lines.append(validated)
             continue
-        for _, parsed in read_jsonl((text,), first_line_no=line_no, **options):
-            if isinstance(parsed, BadLine):
-                result.bad_lines.append(parsed)
-            else:
-                result.requests += 1
-                chunk.append(parsed)
+        result.requests += 1
+        chunk.append(validated)
         if len(chunk) >= chunk_size:
             flush()
     if chunk:

@@ -47,7 +47,20 @@ CLASS_PRIORITY = (MessageClass.otp, MessageClass.transactional, MessageClass.pro
 
 
 class ProviderRefusedConfiguration(UserError):
-    """The provider refused our credentials, request or account: fix the settings, then restart."""
+    """The provider refused our credentials, request or account (or gave a code nobody classified).
+
+    Nothing was sent; the rows went back to ``pending``. Fix, then restart.
+    """
+
+
+def _refusal_line(refusal: SendRefused) -> str:
+    if refusal.is_configuration_error:
+        fix = ("check SMS_PROVIDER_USERID, SMS_PROVIDER_PASSWORD / SMS_PROVIDER_API_KEY, "
+               "SMS_PROVIDER_BASE_URL and the account's credit")
+    else:
+        fix = "this worker cannot classify that code; find out what it means before restarting"
+    return (f"the provider refused a send with code {refusal.code} ({refusal.reason}): {fix}; "
+            "its messages are back in pending and the worker stopped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +226,6 @@ class Worker:
                 self._summary.stopped_by = why
         self._stop.set()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
     def run(self, *, once: bool = False) -> WorkerSummary:
         """Run ``concurrency`` loops (threads beyond the first) and return what they did."""
         log.info("worker start queues=%s batch_size=%d concurrency=%d once=%s",
@@ -234,11 +243,7 @@ class Worker:
         if self._crash is not None:
             raise self._crash
         if self._refusal is not None:
-            refusal = self._refusal
-            raise ProviderRefusedConfiguration(
-                f"the provider refused our request with code {refusal.code} ({refusal.reason}): "
-                "check SMS_PROVIDER_USERID, SMS_PROVIDER_PASSWORD / SMS_PROVIDER_API_KEY and the account's "
-                f"credit; {summary.released} message(s) released to pending, worker stopped")
+            raise ProviderRefusedConfiguration(_refusal_line(self._refusal))
         return summary
 
     # ----- one thread ------------------------------------------------------------

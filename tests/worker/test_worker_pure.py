@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
@@ -86,7 +87,7 @@ def test_a_request_is_normalised_counted_and_keyed_once():
     assert m.scheduled_for == datetime(2026, 3, 1, 4, 0, tzinfo=UTC)
     assert m.business_key == intake.new_message({**GOOD, "recipient": "+91 98765-43210"}).business_key
     assert "9876543210" not in repr(m) and "parcel" not in repr(m)
-    otp = intake.new_message({**GOOD, "message_class": "otp", "body": "Code $otp$ " + "x" * 150},
+    otp = intake.new_message({**GOOD, "message_class": "otp", "body": "Code $otp$ " + "x" * 150, "purpose": "login"},
                              otp_code_length=6)
     assert otp.segments == 2  # counted on the rendered length, not the template's
 
@@ -130,3 +131,20 @@ def test_rate_card_lines_are_checked_one_by_one_and_duplicates_refused():
         (3, "unit_price"), (4, "channel"), (5, "currency"), (6, "valid_from"), (7, "valid_to"), (8, "valid_from"),
         (9, None)]
     assert rates.parse_rate_card(["tenant,channel"])[1][0].line_no == 1
+
+
+def test_validation_in_processes_keeps_file_order_and_line_numbers(monkeypatch):
+    monkeypatch.setattr(intake, "_LINES_PER_BLOCK", 50)  # the parent cuts the blocks
+    lines = [json.dumps({**GOOD, "event_id": f"e-{n}"}).encode() + b"\n" for n in range(130)]
+    lines[5], lines[75], lines[129] = b"{broken\n", b"\xff\xfe\n", b"\n"
+    read: list[int] = []
+
+    in_processes = list(intake.validate_lines(lines, workers=2, on_bytes=read.append))
+
+    assert in_processes == list(intake.validate_lines(lines, workers=1))
+    assert len(in_processes) == 129 and sum(read) == sum(map(len, lines))
+    assert [(b.line_no, b.problem) for b in in_processes if not isinstance(b, intake.NewMessage)] == [
+        (6, "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        (76, "not UTF-8 text")]
+    assert [m.event_id for m in in_processes[:7] if isinstance(m, intake.NewMessage)] == [
+        "e-0", "e-1", "e-2", "e-3", "e-4", "e-6"]
