@@ -77,6 +77,12 @@ def _postgres_url(raw: str) -> str:
     return raw
 
 
+def _database_name(raw: str) -> str:
+    if not raw.replace("_", "").isalnum() or not raw[0].isalpha():
+        raise ValueError("must be a plain database name (letters, digits, underscores)")
+    return raw
+
+
 def _http_url(raw: str) -> str:
     if not raw.startswith(("http://", "https://")):
         raise ValueError("must start with http:// or https://")
@@ -100,6 +106,7 @@ def _otp_code_type(raw: str) -> str:
 class Settings:
     home: Path
     database_url: str | None
+    dagster_database: str
     test_database_url: str | None
     log_level: str
     partition_start: date
@@ -146,6 +153,8 @@ _FIELDS: tuple[_Field, ...] = (
            "folder for the embedded Postgres, Dagster's home and local state"),
     _Field("SMS_PIPELINE_DATABASE_URL", "database_url", _postgres_url, None,
            "external Postgres; unset = embedded server in SMS_PIPELINE_HOME"),
+    _Field("SMS_PIPELINE_DAGSTER_DATABASE", "dagster_database", _database_name, "dagster",
+           "database (on the same server) for Dagster's runs, events and schedules"),
     _Field("SMS_PIPELINE_TEST_DATABASE_URL", "test_database_url", _postgres_url, None,
            "server the test suite clones its databases on; unset = embedded"),
     _Field("SMS_PIPELINE_LOG_LEVEL", "log_level", _log_level, "INFO", "log level"),

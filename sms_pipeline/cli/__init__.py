@@ -19,8 +19,11 @@ COMMAND_MODULES = (
     "sms_pipeline.cli.db",
     "sms_pipeline.cli.settings_cmd",
     "sms_pipeline.cli.simulator",
-    "sms_pipeline.cli.pipeline_cmds",
+    "sms_pipeline.cli.report_cmds",
     "sms_pipeline.cli.worker_cmds",
+    "sms_pipeline.cli.otp_cmds",
+    "sms_pipeline.cli.pipeline_cmds",
+    "sms_pipeline.cli.dev_cmd",
 )
 
 log = logging.getLogger("sms_pipeline.cli")

@@ -2,8 +2,8 @@
 
 ``SMS_PIPELINE_DATABASE_URL`` names any server; without it the embedded
 server in ``$SMS_PIPELINE_HOME`` is started on demand and its ``sms_pipeline``
-database is used. Dagster keeps its own storage in a sibling ``dagster``
-database on the same server.
+database is used. Dagster keeps its own storage in a sibling database on the
+same server (``SMS_PIPELINE_DAGSTER_DATABASE``, default ``dagster``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from sms_pipeline.settings import Settings
 log = logging.getLogger(__name__)
 
 APP_DATABASE = "sms_pipeline"
-DAGSTER_DATABASE = "dagster"
 
 
 def with_database(url: str, dbname: str) -> str:

@@ -17,8 +17,8 @@ def render(postgres_url: str) -> str:
 def prepare_dagster_home(settings: Settings) -> Path:
     """Create the ``dagster`` database if needed and write ``dagster.yaml``; return DAGSTER_HOME."""
     admin = connection.server_url(settings)
-    connection.ensure_database(admin, connection.DAGSTER_DATABASE)
-    url = connection.sqlalchemy_psycopg2_url(connection.with_database(admin, connection.DAGSTER_DATABASE))
+    connection.ensure_database(admin, settings.dagster_database)
+    url = connection.sqlalchemy_psycopg2_url(connection.with_database(admin, settings.dagster_database))
     home = settings.dagster_home.resolve()
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"

@@ -1,0 +1,152 @@
+"""A person's path through the UI, in a real Chromium driven by Playwright.
+
+`sms-pipeline dev` is started on free ports against a fresh database; the
+test opens the asset graph, checks the assets are there, materialises one day
+partition of the day report by clicking, waits for Dagster to record the run
+as a success, and reads the loaded checkpoint back from the database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from sms_pipeline.db import connection
+from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "artifacts"
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, process: subprocess.Popen, timeout_s: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"sms-pipeline dev exited early with code {process.returncode}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise AssertionError(f"{url} did not answer within {timeout_s:.0f} s")
+
+
+@pytest.fixture
+def dev_server(db_url: str, pg_admin_url: str, tmp_path: Path):
+    if CHROMIUM is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required under CI=true (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    port = _free_port()
+    dagster_db = f"dagster_{uuid.uuid4().hex[:10]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SMS_PIPELINE_", "SMS_PROVIDER_", "DAGSTER_"))}
+    env.update(
+        SMS_PIPELINE_HOME=str(tmp_path / "home"),
+        SMS_PIPELINE_DATABASE_URL=db_url,
+        SMS_PIPELINE_DAGSTER_DATABASE=dagster_db,
+    )
+    log = (tmp_path / "dev.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/server_info", process, timeout_s=240)
+        yield f"http://127.0.0.1:{port}", connection.with_database(pg_admin_url, dagster_db)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dagster_db}" WITH (FORCE)')
+
+
+def _dismiss_newsletter(page) -> None:
+    """Dagster's UI greets a new browser with a newsletter dialog; skip it if it comes."""
+    dialog = page.get_by_role("dialog").filter(has_text="Join the Dagster")
+    try:
+        dialog.wait_for(timeout=8000)
+    except Exception:
+        return
+    dialog.get_by_role("button", name="Skip").click()
+    dialog.wait_for(state="detached")
+
+
+def _latest_run_status(dagster_url: str) -> str | None:
+    with psycopg.connect(dagster_url) as conn:
+        row = conn.execute("SELECT status FROM runs ORDER BY create_timestamp DESC LIMIT 1").fetchone()
+    return row[0] if row else None
+
+
+def test_materialise_one_day_from_the_ui(dev_server, db_url):
+    from playwright.sync_api import sync_playwright
+
+    base, dagster_url = dev_server
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            page.goto(f"{base}/asset-groups", wait_until="networkidle", timeout=120_000)
+            _dismiss_newsletter(page)
+            for group in ("ingest", "reconcile"):
+                page.get_by_text(group, exact=True).first.wait_for(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "asset-graph.png"), full_page=True)
+
+            page.goto(f"{base}/assets?view=flat", wait_until="networkidle", timeout=60_000)
+            for asset in ("dlr / day_report", "dlr / transaction_reports", "dlr / receipts", "msg / reconciliation"):
+                page.get_by_text(asset, exact=True).first.wait_for(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "asset-catalog.png"), full_page=True)
+
+            page.goto(f"{base}/assets/dlr/day_report", wait_until="networkidle", timeout=60_000)
+            page.get_by_role("button", name="Materialize…").click()
+            dialog = page.get_by_role("dialog").filter(has_text="Launch runs")
+            dialog.wait_for()
+            dialog.get_by_role("button", name="Latest", exact=True).click()
+            dialog.get_by_role("button", name="Launch 1 run").click()
+
+            deadline = time.monotonic() + 300
+            status = None
+            while time.monotonic() < deadline:
+                status = _latest_run_status(dagster_url)
+                if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                    break
+                time.sleep(2)
+            page.goto(f"{base}/runs", wait_until="networkidle", timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "runs.png"), full_page=True)
+        finally:
+            browser.close()
+    assert status == "SUCCESS"
+    with psycopg.connect(db_url) as conn:
+        checkpoints = conn.execute(
+            "SELECT report_date, rows FROM dlr.report_checkpoints WHERE report_kind = %s", (DAY_REPORT_KIND,)
+        ).fetchall()
+    assert len(checkpoints) == 1, checkpoints
