@@ -18,6 +18,7 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
+from sms_pipeline.otp.send import otp_strategies
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
 from sms_pipeline.worker import intake, operator, rates
@@ -150,8 +151,8 @@ def _stop_on_signals(worker: Worker) -> Iterator[None]:
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     url = _database_url(settings)
     with ProviderClient.from_settings(settings) as client:
-        queues = select_queues(bulk_strategies(client, settings.provider_timezone.key),
-                               channels=args.channel, classes=args.message_class)
+        strategies = {**bulk_strategies(client, settings.provider_timezone.key), **otp_strategies(client, settings)}
+        queues = select_queues(strategies, channels=args.channel, classes=args.message_class)
         worker = Worker(
             lambda: connection.connect_url(url, autocommit=True),
             queues,

@@ -30,6 +30,7 @@ from sms_pipeline.core import keys, msisdn, otp, segments
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.states import Channel, MessageClass
+from sms_pipeline.otp import requests as otp_requests
 from sms_pipeline.worker.input_lines import BadLine, InvalidField
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 REQUIRED_TEXT = ("tenant_id", "event_type", "recipient", "body", "message_class", "channel", "sender_id")
 OPTIONAL_IDS = ("template_id", "dlt_entity_id", "dlt_template_id")
 OPTIONAL_TIMES = ("scheduled_for", "expires_at")
-FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES})
+FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES, *otp_requests.FIELDS})
 # Provider-issued ids must arrive as strings: a 19-digit id that went through a
 # JSON number in a JavaScript producer is already corrupted.
 _PROVIDER_IDS = frozenset({"dlt_entity_id", "dlt_template_id"})
@@ -66,6 +67,9 @@ class NewMessage:
     encoding: str
     segments: int
     business_key: str
+    # OTP only: what the code will authorise and the session that asked (sms_pipeline.otp.requests).
+    otp_purpose: str | None = None
+    otp_session_binding: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +176,7 @@ def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
         count = _count(body, message_class, otp_code_length)  # type: ignore[arg-type]
     except otp.MissingPlaceholder:
         raise InvalidField("body", f"an OTP body must contain the {otp.PLACEHOLDER_OTP} placeholder") from None
+    otp_purpose, otp_session_binding = otp_requests.request_fields(record, message_class)
     template_id, dlt_entity_id, dlt_template_id = (
         _identifier(record, name, required=False) for name in OPTIONAL_IDS)
     scheduled_for, expires_at = (_instant(record, name) for name in OPTIONAL_TIMES)
@@ -195,6 +200,8 @@ def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
         segments=count.segments,
         business_key=keys.business_key(tenant_id, event_type, event_id, recipient, template_id,  # type: ignore[arg-type]
                                        default_region=default_region),
+        otp_purpose=otp_purpose,
+        otp_session_binding=otp_session_binding,
     )
 
 
@@ -304,6 +311,7 @@ def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: 
                                 m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, m.expires_at))
         created_ids = _insert_new(conn, now)
         rows = conn.execute(_RESOLVE).fetchall()
+        otp_requests.record_requests(conn, messages, [(row[0], row[1], row[2]) for row in rows])
     if len(rows) != len(messages):
         raise RuntimeError(f"intake resolved {len(rows)} of {len(messages)} requests")
     results = []

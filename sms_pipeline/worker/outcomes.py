@@ -12,12 +12,15 @@ ran out meanwhile (now ``unknown``) is left alone.
 |                                         | rest submitted and billed              |                   |
 | refused 230 / 231 / 235                 | rejected (the message is wrong)        | breaker success   |
 | refused 216 / 213 / 147 / 301, HTTP 4xx | released to pending                    | stops             |
-| refused 429                             | released (OTP: rejected, a late code   | backs off         |
-|                                         | is useless)                            |                   |
+| refused 429                             | released                               | backs off         |
 | refused, any other code                 | released (nothing was taken; a code we | stops             |
 |                                         | cannot classify needs a person)        |                   |
 | ambiguous (time-out, reset, 5xx, junk)  | unknown                                | breaker failure   |
 | never connected                         | released                               | breaker failure   |
+
+An OTP that the provider refused, for whatever reason, is ``rejected``, never
+released: by the time someone fixed the cause its code would be useless
+(the worker still stops on a configuration refusal).
 """
 
 from __future__ import annotations
@@ -87,11 +90,13 @@ def decide(outcome: SendOutcome, message_class: str) -> Decision:
     match outcome:
         case SendAccepted():
             return Decision(Action.fan_out, None)
+        case SendRefused() if message_class == MessageClass.otp:
+            general = decide(outcome, MessageClass.transactional)
+            return Decision(Action.reject, general.reason, outcome.code, outcome.reason,
+                            stop_worker=general.stop_worker)
         case SendRefused() if outcome.is_message_error:
             return Decision(Action.reject, MESSAGE_REFUSAL_REASONS[outcome.code], outcome.code, outcome.reason)
         case SendRefused() if outcome.is_rate_limited:
-            if message_class == MessageClass.otp:
-                return Decision(Action.reject, "rate_limited", outcome.code, outcome.reason)
             return Decision(Action.release, "rate_limited", outcome.code, outcome.reason, back_off=True)
         case SendRefused() if outcome.is_configuration_error:
             return Decision(Action.release, "configuration_refused", outcome.code, outcome.reason,

@@ -67,7 +67,7 @@ def test_claim_takes_only_due_unexpired_rows_of_the_asked_queue(db, clock):
 
 
 def test_worker_leaves_otp_rows_alone_without_an_otp_strategy(db, db_url, simulator, client, clock):
-    enqueue(db, [request(1), request(2, message_class="otp", body="Your code is $otp$")], clock)
+    enqueue(db, [request(1), request(2, message_class="otp", body="Your code is $otp$", purpose="login")], clock)
 
     summary = make_worker(db_url, client, clock).run(once=True)
 

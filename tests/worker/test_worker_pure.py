@@ -87,7 +87,7 @@ def test_a_request_is_normalised_counted_and_keyed_once():
     assert m.scheduled_for == datetime(2026, 3, 1, 4, 0, tzinfo=UTC)
     assert m.business_key == intake.new_message({**GOOD, "recipient": "+91 98765-43210"}).business_key
     assert "9876543210" not in repr(m) and "parcel" not in repr(m)
-    otp = intake.new_message({**GOOD, "message_class": "otp", "body": "Code $otp$ " + "x" * 150},
+    otp = intake.new_message({**GOOD, "message_class": "otp", "body": "Code $otp$ " + "x" * 150, "purpose": "login"},
                              otp_code_length=6)
     assert otp.segments == 2  # counted on the rendered length, not the template's
 

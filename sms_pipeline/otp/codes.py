@@ -1,0 +1,107 @@
+"""OTP codes: made with ``secrets``, stored only as an HMAC-SHA256.
+
+The key is ``SMS_PIPELINE_OTP_HMAC_KEY`` when set; otherwise a random key is
+made once and kept in ``$SMS_PIPELINE_HOME/otp_hmac.key`` (mode 0600), so
+every worker and every ``otp verify`` on this machine use the same key.
+Without the key a leaked verification table cannot be brute-forced offline,
+even over a 6-digit space.
+
+The HMAC covers the tenant and the recipient as well as the code, so two
+people who happen to get the same code do not get the same stored value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+import tempfile
+from pathlib import Path
+
+from sms_pipeline.errors import SettingsError
+from sms_pipeline.settings import Settings
+
+KEY_FILE_NAME = "otp_hmac.key"
+MIN_KEY_BYTES = 16
+# Letters that cannot be misread (no I, O) and digits without 0 and 1 beside
+# them; every character is one GSM-7 septet, so segments counted on a
+# placeholder of the same length are the segments billed.
+ALPHABETS = {
+    "num": "0123456789",
+    "alpha": "ABCDEFGHJKLMNPQRSTUVWXYZ",
+    "alphanum": "ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
+}
+
+
+def new_code(length: int, code_type: str) -> str:
+    """A fresh code of ``length`` characters of the ``code_type`` alphabet."""
+    if length < 1:
+        raise ValueError(f"code length must be positive, got {length}")
+    try:
+        alphabet = ALPHABETS[code_type]
+    except KeyError:
+        raise ValueError(f"code type must be one of {', '.join(ALPHABETS)}, got {code_type!r}") from None
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def normalise_entered(code: str) -> str:
+    """What a person typed, as it was sent: surrounding blanks dropped, letters upper-case."""
+    return code.strip().upper()
+
+
+def _part(value: str) -> bytes:
+    data = value.encode("utf-8")
+    return b"%d:" % len(data) + data
+
+
+def code_hmac(key: bytes, tenant_id: str, recipient: str, code: str) -> bytes:
+    """The 32-byte value stored for ``code`` sent to ``recipient`` of ``tenant_id``."""
+    message = _part(tenant_id) + _part(recipient) + _part(code)  # length-prefixed: no ambiguous joins
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def hmac_key(settings: Settings) -> bytes:
+    """The key from settings, else the one kept in the home folder (made on first use)."""
+    if settings.otp_hmac_key is not None:
+        key = settings.otp_hmac_key.reveal().encode("utf-8")
+        if len(key) < MIN_KEY_BYTES:
+            raise SettingsError(f"SMS_PIPELINE_OTP_HMAC_KEY is too short: use at least {MIN_KEY_BYTES} bytes "
+                                "of random text (e.g. python -c 'import secrets; print(secrets.token_hex(32))')")
+        return key
+    return _key_from_file(settings.home / KEY_FILE_NAME)
+
+
+def _key_from_file(path: Path) -> bytes:
+    if not path.exists():
+        _create_key_file(path)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SettingsError(f"{path} is readable by other users (mode {mode:04o}): run chmod 600 {path}")
+    key = path.read_text(encoding="utf-8").strip().encode("utf-8")
+    if len(key) < MIN_KEY_BYTES:
+        raise SettingsError(f"{path} holds no usable key (shorter than {MIN_KEY_BYTES} bytes)")
+    return key
+
+
+def _create_key_file(path: Path) -> None:
+    """Write a new random key, mode 0600; a concurrent creator's key wins if it came first.
+
+    The key is written to a private temporary file and linked into place, so
+    no process ever reads a half-written key, and ``link`` fails rather than
+    replace a key another process made meanwhile.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{KEY_FILE_NAME}.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(secrets.token_hex(32) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(temporary)

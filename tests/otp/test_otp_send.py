@@ -1,0 +1,201 @@
+"""The OTP send strategy against the simulator: one recipient per /otp request, our code, its HMAC only."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from decimal import Decimal
+
+import psycopg
+import pytest
+from otp_support import (
+    PROVIDER_ZONE,
+    TEMPLATE,
+    TEST_KEY,
+    database_text,
+    digits,
+    enqueue,
+    make_client,
+    make_worker,
+    otp_request,
+    price,
+    sent_codes,
+    verification_rows,
+)
+
+from sms_pipeline.otp import codes
+from sms_pipeline.otp.send import OtpSent, OtpStrategy
+from sms_pipeline.otp.verify import VerifyResult, verify_otp
+from sms_pipeline.worker.breaker import CircuitBreaker
+from sms_pipeline.worker.claim import claim
+from sms_pipeline.worker.loop import ProviderRefusedConfiguration
+
+
+def _rows(db) -> list[dict]:
+    cursor = db.execute("""SELECT recipient, state::text, state_reason, provider_txn_id, provider_status_code,
+                                  body, segments, billable_units, cost, submitted_at, attempt_count
+                             FROM msg.outbound_message ORDER BY id""")
+    names = [c.name for c in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _verify(db, clock, recipient: str, code: str, **options) -> VerifyResult:
+    return verify_otp(db, "tenant-a", recipient, options.pop("purpose", "login"), code, hmac_key=TEST_KEY,
+                      clock=clock, **options)
+
+
+def _appears(code: str, text: str) -> bool:
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(code)}(?![0-9A-Za-z])", text) is not None
+
+
+def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_url, simulator, client, clock,
+                                                                          policy):
+    price(db, "0.1500")
+    long_template = "Your login code is $otp$. " + "Never share it with anyone, not even us. " * 4
+    enqueue(db, [otp_request(1, session_binding="session-1"), otp_request(2), otp_request(3, body=long_template)],
+            clock)
+
+    summary = make_worker(db_url, client, clock, policy).run(once=True)
+
+    assert (summary.requests, summary.submitted) == (3, 3)
+    view = simulator.state.view()
+    billed = view.ledger.requests[: view.request_count]
+    assert [(r.transaction_id, r.count) for r in billed] == [("0", 1)] * 3  # one recipient per request
+    sent = dict(sent_codes(simulator)) | dict(sent_codes(simulator, long_template))
+    assert sorted(sent) == [digits(1), digits(2), digits(3)]
+    assert all(re.fullmatch(r"\d{6}", code) for code in sent.values())
+    rows = _rows(db)
+    for row, request in zip(rows, billed, strict=True):
+        assert row["provider_txn_id"] is None  # "0" is absence, never stored
+        assert row["body"] in (TEMPLATE, long_template)  # the template, never the code
+        assert row["billable_units"] == row["segments"] == request.units  # counted on the rendered text
+        assert row["cost"] == Decimal("0.1500") * request.units
+    assert [row["segments"] for row in rows] == [1, 1, 2]
+    verifications = verification_rows(db)
+    for v in verifications:
+        submitted_at = v["submitted_at"]
+        assert v["message_state"] == "submitted"
+        assert bytes(v["code_hmac"]) == codes.code_hmac(TEST_KEY, "tenant-a", v["recipient"], sent[v["recipient"]])
+        assert (v["created_at"], v["expires_at"]) == (submitted_at, submitted_at + timedelta(seconds=300))
+        assert (v["retry_after_s"], v["retry_after_at"]) == (30, submitted_at + timedelta(seconds=30))
+        assert (v["attempts"], v["max_attempts"], v["consumed_at"], v["purpose"]) == (0, 3, None, "login")
+    assert [v["session_binding"] for v in verifications] == ["session-1", None, None]
+    text = database_text(db)
+    assert not [code for code in sent.values() if _appears(code, text)]
+
+
+def test_the_code_that_went_out_verifies_once(db, db_url, simulator, client, clock, policy):
+    enqueue(db, [otp_request(1, session_binding="session-1")], clock)
+    make_worker(db_url, client, clock, policy).run(once=True)
+    [(mobile, code)] = sent_codes(simulator)
+
+    assert _verify(db, clock, mobile, code, session_binding="session-1") is VerifyResult.ok
+    assert _verify(db, clock, mobile, code, session_binding="session-1") is VerifyResult.used
+
+
+def test_a_resend_inside_the_retry_window_is_rejected_and_a_later_one_supersedes_the_first_code(
+        db, db_url, simulator, client, clock, policy):
+    enqueue(db, [otp_request(1), otp_request(1, event_id="login-1-resend")], clock)
+
+    summary = make_worker(db_url, client, clock, policy).run(once=True)
+
+    assert summary.stopped_by is None  # an OTP refusal is the message's fate, not a reason to pause
+    first, too_soon = _rows(db)
+    assert (first["state"], too_soon["state"]) == ("submitted", "rejected")
+    assert (too_soon["state_reason"], too_soon["provider_status_code"]) == ("rate_limited", "429")
+    assert too_soon["billable_units"] is None and too_soon["cost"] is None
+    assert len(verification_rows(db)) == 1 and len(sent_codes(simulator)) == 1
+
+    clock.advance(timedelta(seconds=31))
+    enqueue(db, [otp_request(1, event_id="login-1-second-resend")], clock)
+    make_worker(db_url, client, clock, policy).run(once=True)
+    (_, old_code), (_, new_code) = sent_codes(simulator)
+
+    assert _rows(db)[2]["state"] == "submitted"
+    assert _verify(db, clock, digits(1), old_code) is VerifyResult.wrong
+    assert _verify(db, clock, digits(1), new_code) is VerifyResult.ok
+
+
+@pytest.mark.parametrize("fault", ["accept_then_drop", "http_5xx"])
+def test_an_ambiguous_send_leaves_the_row_unknown_and_its_code_verifiable(db, db_url, simulator, clock, policy,
+                                                                          fault):
+    enqueue(db, [otp_request(1)], clock)
+    simulator.faults.update({fault: 1.0})
+
+    with make_client(simulator, read_timeout=1.0) as client:
+        summary = make_worker(db_url, client, clock, policy).run(once=True)
+
+    [row] = _rows(db)
+    assert (row["state"], row["state_reason"], summary.unknown) == ("unknown", "send_ambiguous", 1)
+    assert [v["message_state"] for v in verification_rows(db)] == ["unknown"]
+    billed = sent_codes(simulator)
+    assert len(billed) == (1 if fault == "accept_then_drop" else 0)
+    if billed:  # the code reached the phone although we never heard back: it must work
+        assert _verify(db, clock, digits(1), billed[0][1]) is VerifyResult.ok
+
+
+def test_no_connection_releases_the_otp_and_the_next_attempt_makes_a_new_code(db, db_url, simulator, client,
+                                                                               clock, policy):
+    enqueue(db, [otp_request(1)], clock)
+    simulator.faults.update({"refuse_connection": 1.0})
+
+    summary = make_worker(db_url, client, clock, policy, breaker=CircuitBreaker(2, 30.0)).run(once=True)
+
+    assert (summary.stopped_by, summary.released) == ("breaker_open", 2)
+    assert [(r["state"], r["state_reason"]) for r in _rows(db)] == [("pending", "never_connected")]
+    assert verification_rows(db) == []
+
+    simulator.faults.clear()
+    make_worker(db_url, client, clock, policy).run(once=True)
+
+    [row] = _rows(db)
+    assert (row["state"], row["attempt_count"]) == ("submitted", 3)
+    assert len(verification_rows(db)) == 1
+    [(mobile, code)] = sent_codes(simulator)
+    assert _verify(db, clock, mobile, code) is VerifyResult.ok
+
+
+def test_a_configuration_refusal_rejects_the_otp_and_stops_the_worker(db, db_url, simulator, clock, policy):
+    enqueue(db, [otp_request(1), otp_request(2)], clock)
+
+    with make_client(simulator, password="wrong") as client, \
+            pytest.raises(ProviderRefusedConfiguration, match="code 216"):
+        make_worker(db_url, client, clock, policy).run(once=True)
+
+    assert [(r["state"], r["state_reason"], r["provider_status_code"]) for r in _rows(db)] == [
+        ("rejected", "configuration_refused", "216"), ("pending", "released_unsent", None)]
+    assert verification_rows(db) == []
+
+
+def _claimed_otp(db, clock, policy, client):
+    strategy = OtpStrategy(client, PROVIDER_ZONE, policy)
+    [batch] = strategy.plan(claim(db, channel="sms", message_class="otp", now=clock.now(), limit=10), 500)
+    return strategy, batch
+
+
+def test_an_answer_recorded_twice_writes_one_outcome_and_one_verification(db, simulator, client, clock, policy):
+    enqueue(db, [otp_request(1)], clock)
+    strategy, batch = _claimed_otp(db, clock, policy, client)
+    sent = strategy.send(batch)
+
+    first = strategy.record(db, sent, now=clock.now())
+    clock.advance(timedelta(seconds=5))
+    again = strategy.record(db, sent, now=clock.now())
+
+    assert (first.submitted, again.moved) == (1, 0)
+    assert len(verification_rows(db)) == 1
+
+
+def test_outcome_and_verification_are_one_transaction(db, simulator, client, clock, policy):
+    enqueue(db, [otp_request(1)], clock)
+    strategy, batch = _claimed_otp(db, clock, policy, client)
+    sent = strategy.send(batch)
+    broken = OtpSent(sent.batch, sent.outcome, b"not 32 bytes")  # the verification insert must fail
+
+    with pytest.raises(psycopg.errors.CheckViolation):
+        strategy.record(db, broken, now=clock.now())
+
+    assert [r["state"] for r in _rows(db)] == ["claimed"]  # the outcome went back with it
+    assert verification_rows(db) == []
+    assert strategy.record(db, sent, now=clock.now()).submitted == 1
+    assert len(verification_rows(db)) == 1
