@@ -18,6 +18,7 @@ from sms_pipeline.settings import Settings
 PIPELINE_MODULES: tuple[str, ...] = (
     "sms_pipeline.pipeline.ingest_assets",
     "sms_pipeline.pipeline.reconcile_assets",
+    "sms_pipeline.pipeline.marts_assets",
     "sms_pipeline.pipeline.schedules",
 )
 

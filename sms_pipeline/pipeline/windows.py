@@ -52,3 +52,28 @@ def dbt_vars(window: Window, tz: ZoneInfo) -> dict[str, str]:
         "last_day": window.last_day.isoformat(),
         "provider_timezone": tz.key,
     }
+
+
+def marts_window(
+    first_day: date,
+    last_day: date,
+    tz: ZoneInfo,
+    *,
+    lookback_days: int,
+    history_start: date,
+    full_refresh: bool = False,
+) -> Window:
+    """The window one dbt run over partitions ``[first_day, last_day]`` rebuilds.
+
+    Incremental: the partitions plus ``lookback_days`` before them, so late
+    receipts reach the marts; never before ``history_start`` (the first
+    partition), so the marts only hold partition days. Full refresh: every
+    day from ``history_start`` through ``last_day``.
+    """
+    floor = min(history_start, first_day)
+    if full_refresh:
+        return window_for_days(floor, last_day, tz)
+    if lookback_days < 0:
+        raise ValueError("lookback_days must be zero or more")
+    first = max(first_day - timedelta(days=lookback_days), floor)
+    return window_for_days(first, last_day, tz)

@@ -1,0 +1,70 @@
+"""Where the dbt project lives and how its manifest gets made.
+
+The manifest (``dbt_project/target/manifest.json``) is generated, never
+committed: a fresh clone, ``dagster dev``, the demo and CI all get it from
+``prepare_manifest()``, which runs ``dbt parse`` when the manifest is missing
+or older than any file of the project (so an edited model is picked up on
+the next load, like ``DbtProject.prepare_if_dev`` does under ``dagster dev``,
+but everywhere). Concurrent callers (pytest workers, Dagster processes)
+parse once: the preparer holds a file lock and skips work another process
+finished meanwhile.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+
+from dagster_dbt import DbtProject
+
+from sms_pipeline.marts.dbt_env import DBT_ENV_NAMES, dbt_environment
+
+log = logging.getLogger(__name__)
+
+DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
+
+_SOURCE_SUFFIXES = {".sql", ".yml", ".yaml", ".csv", ".md"}
+_SOURCE_DIRS = ("models", "macros", "tests")
+_SOURCE_FILES = ("dbt_project.yml", "profiles.yml", "selectors.yml")
+
+# `dbt parse` reads the profile but never connects; these stand in for the
+# DBT_SMS_* variables when the process has none (a fresh clone, CI), and the
+# manifest does not depend on them.
+_PARSE_ONLY_CONNECTION = {
+    "DBT_SMS_HOST": "localhost",
+    "DBT_SMS_PORT": "5432",
+    "DBT_SMS_USER": "parse-only",
+    "DBT_SMS_PASSWORD": "",
+    "DBT_SMS_DBNAME": "parse-only",
+}
+assert set(_PARSE_ONLY_CONNECTION) == set(DBT_ENV_NAMES)
+
+
+@functools.cache
+def dbt_project() -> DbtProject:
+    return DbtProject(project_dir=DBT_PROJECT_DIR)
+
+
+def _newest_source_mtime(project_dir: Path) -> float:
+    files = [project_dir / name for name in _SOURCE_FILES if (project_dir / name).exists()]
+    for folder in _SOURCE_DIRS:
+        files.extend(p for p in (project_dir / folder).rglob("*") if p.suffix in _SOURCE_SUFFIXES)
+    return max(p.stat().st_mtime for p in files)
+
+
+def manifest_is_current(project: DbtProject) -> bool:
+    manifest = project.manifest_path
+    return manifest.exists() and manifest.stat().st_mtime >= _newest_source_mtime(project.project_dir)
+
+
+def prepare_manifest(project: DbtProject | None = None) -> Path:
+    """Make sure ``manifest.json`` exists and reflects the project's files; return its path."""
+    project = project or dbt_project()
+    if not manifest_is_current(project):
+        log.info("parsing the dbt project in %s", project.project_dir)
+        parse_env = {name: value for name, value in _PARSE_ONLY_CONNECTION.items() if name not in os.environ}
+        with dbt_environment(parse_env):
+            project.preparer.prepare(project)
+    return project.manifest_path

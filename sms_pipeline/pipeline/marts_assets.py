@@ -1,0 +1,200 @@
+"""Dagster assets of the marts: dbt models through dagster-dbt, and the provider summary.
+
+* ``marts_daily``: the incremental marts (dbt selector ``daily_marts``) on the
+  pipeline's one day-partitions object and backfill policy. A run for
+  partitions ``[first, last]`` hands dbt the window of
+  ``windows.marts_window`` (the partitions plus the lookback days) as
+  ``--vars``; with ``full_refresh`` it rebuilds every day up to ``last``.
+* ``marts_views``: staging and intermediate views (selector ``marts_views``),
+  unpartitioned: a view holds no days.
+* ``["dlr", "provider_summary"]``: the provider's ``/report/summary`` per day
+  (groupby=senderid), which the tie-out mart compares with our units.
+
+dbt tests are asset checks (dagster-dbt); the tie-out test fails its check
+on any non-zero difference. A weekly schedule rebuilds the marts from scratch,
+catching changes older than the lookback.
+"""
+
+
+import json
+from collections.abc import Iterator
+from datetime import date, timedelta
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
+from pydantic import Field
+
+from sms_pipeline.marts import cost_report
+from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
+from sms_pipeline.marts.project import dbt_project, prepare_manifest
+from sms_pipeline.marts.provider_summary import fetch_day, store_summary
+from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
+from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource
+from sms_pipeline.pipeline.windows import dbt_vars, marts_window
+from sms_pipeline.settings import Settings
+
+MARTS_GROUP = "marts"
+# Two dbt runs over the same incremental marts at once could interleave their
+# delete+insert of overlapping windows; dagster.yaml limits every pool to one.
+MARTS_POOL = "sms_pipeline_marts"
+COST_ASSET_KEY = dg.AssetKey(["marts", "cost_daily"])
+PROVIDER_SUMMARY_KEY = dg.AssetKey(["dlr", "provider_summary"])
+FULL_REBUILD_JOB = "marts_full_rebuild"
+
+
+class MartsBuildConfig(dg.Config):
+    full_refresh: bool = Field(
+        default=False,
+        description="Rebuild the marts from scratch (every day from the first partition) instead of the window.",
+    )
+
+
+class MartsTranslator(DagsterDbtTranslator):
+    """Every dbt asset in the ``marts`` group (the daily job selects by group)."""
+
+    def get_group_name(self, dbt_resource_props: dict[str, Any]) -> str | None:
+        return MARTS_GROUP
+
+
+def partition_days(context: dg.AssetExecutionContext) -> tuple[date, date]:
+    """First and last provider-local day of the run's partition range."""
+    keys = context.partition_key_range
+    return date.fromisoformat(keys.start), date.fromisoformat(keys.end)
+
+
+def dbt_build_args(variables: dict[str, str], *, full_refresh: bool = False) -> list[str]:
+    return ["build", "--vars", json.dumps(variables, sort_keys=True), *(["--full-refresh"] if full_refresh else [])]
+
+
+def day_totals_metadata(totals: list[cost_report.DayTotal]) -> dg.MetadataValue:
+    """The day's cost totals as a table; amounts as their exact decimal text, never floats."""
+    columns = [
+        ("day", "string"), ("currency", "string"), ("messages_submitted", "int"), ("billable_units", "int"),
+        ("cost", "string"), ("rejected_messages", "int"), ("unpriced_units", "int"), ("cost_of_failed", "string"),
+    ]
+    records = [
+        dg.TableRecord({
+            "day": t.day.isoformat(),
+            "currency": t.currency or "(unpriced)",
+            "messages_submitted": t.messages_submitted,
+            "billable_units": t.billable_units,
+            "cost": str(t.cost),
+            "rejected_messages": t.rejected_messages,
+            "unpriced_units": t.unpriced_units,
+            "cost_of_failed": str(t.cost_of_failed),
+        })
+        for t in totals
+    ]
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in columns])
+    return dg.MetadataValue.table(records=records, schema=schema)
+
+
+def definitions(settings: Settings) -> dg.Definitions:
+    project = dbt_project()
+    manifest = prepare_manifest(project)
+    partitions = day_partitions(settings)
+    tz = settings.provider_timezone
+    translator = MartsTranslator(
+        # Two sources share one asset (e.g. outbound_message and orphaned_receipts
+        # are both written by the reconciliation asset).
+        settings=DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True),
+    )
+
+    def run_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
+                args: list[str]) -> Iterator[Any]:
+        with dbt_environment(dbt_env_for_url(database.dsn())):
+            yield from dbt.cli(args, context=context).stream()
+
+    @dbt_assets(
+        manifest=manifest,
+        project=project,
+        selector="daily_marts",
+        name="marts_daily",
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
+        dagster_dbt_translator=translator,
+        pool=MARTS_POOL,
+    )
+    def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt: DbtCliResource,
+                    database: DatabaseResource):
+        first, last = partition_days(context)
+        window = marts_window(first, last, tz, lookback_days=settings.lookback_days,
+                              history_start=settings.partition_start, full_refresh=config.full_refresh)
+        context.log.info(f"dbt window {window.first_day}..{window.last_day} "
+                         f"[{window.start.isoformat()}, {window.end.isoformat()})"
+                         + (" (full refresh)" if config.full_refresh else ""))
+        args = dbt_build_args(dbt_vars(window, tz), full_refresh=config.full_refresh)
+        for event in run_dbt(context, dbt, database, args):
+            if isinstance(event, dg.Output) and event.output_name == COST_ASSET_KEY.to_python_identifier():
+                with database.connect() as conn:
+                    totals = cost_report.day_totals(conn, first, last)
+                event = event.with_metadata({**event.metadata, "day_totals": day_totals_metadata(totals)})
+            yield event
+
+    @dbt_assets(
+        manifest=manifest,
+        project=project,
+        selector="marts_views",
+        name="marts_views",
+        dagster_dbt_translator=translator,
+        pool=MARTS_POOL,
+    )
+    def marts_views(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource):
+        # Views hold no days; the intermediate one only needs the provider zone.
+        # "cautious": a test that also reads a mart (it needs the marts' window)
+        # belongs to the marts run, not to this one.
+        args = [*dbt_build_args({"provider_timezone": tz.key}), "--indirect-selection", "cautious"]
+        yield from run_dbt(context, dbt, database, args)
+
+    @dg.asset(
+        key=PROVIDER_SUMMARY_KEY,
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
+        group_name=MARTS_GROUP,
+        pool=DATABASE_POOL,
+        kinds={"postgres"},
+        description="The provider's /report/summary per provider-local day and sender id "
+                    "(one call per day), for the tie-out of billed units.",
+    )
+    def provider_summary(context: dg.AssetExecutionContext, database: DatabaseResource,
+                         provider: ProviderResource, clock: ClockResource) -> dg.MaterializeResult:
+        first, last = partition_days(context)
+        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+        senders = units = 0
+        with provider.client() as client, database.connect() as conn:
+            for day in days:  # each day commits on its own: a failed range keeps the finished days
+                summary = fetch_day(client, day)
+                store_summary(conn, day, summary, clock.clock().now())
+                senders += len(summary)
+                units += sum(s.units for s in summary)
+        return dg.MaterializeResult(metadata={"days": len(days), "sender_rows": senders, "provider_units": units})
+
+    full_rebuild = dg.define_asset_job(
+        FULL_REBUILD_JOB,
+        selection=dg.AssetSelection.assets(marts_views, marts_daily),
+        config={"ops": {"marts_daily": {"config": {"full_refresh": True}}}},
+        description="Rebuild every mart from the first partition up to the run's day.",
+    )
+
+    @dg.schedule(
+        job=full_rebuild,
+        cron_schedule="0 4 * * 0",
+        execution_timezone=tz.key,
+        name="marts_weekly_full_rebuild",
+        description="Sundays 04:00 provider time: rebuild the marts from scratch, catching changes "
+                    "older than the lookback window.",
+    )
+    def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):
+        with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):
+            key = partitions.get_last_partition_key()
+        if key is None:
+            return dg.SkipReason("no day partition has closed yet")
+        return dg.RunRequest(run_key=f"{FULL_REBUILD_JOB}-{key}", partition_key=key)
+
+    return dg.Definitions(
+        assets=[marts_views, marts_daily, provider_summary],
+        jobs=[full_rebuild],
+        schedules=[weekly_full_rebuild],
+        resources={"dbt": DbtCliResource(project_dir=project)},
+    )
