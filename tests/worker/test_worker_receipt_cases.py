@@ -5,6 +5,7 @@ Cases 22 and 23 (money) are in test_worker_money.py.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from decimal import Decimal
 
@@ -27,7 +28,8 @@ from sms_pipeline.worker.breaker import CircuitBreaker
 
 
 def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submitted(
-        db, db_url, simulator, client, clock):
+        db, db_url, simulator, client, clock, caplog):
+    caplog.set_level(logging.DEBUG, logger="sms_pipeline.worker")
     price(db)
     enqueue(db, [request(1), request(2, recipient=FOREIGN_NUMBER), request(3)], clock)
 
@@ -47,6 +49,9 @@ def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submi
     assert sorted(e.mobile for e in entries) == [digits(1), digits(3)]
     assert {e.transaction_id for e in entries} == {txn}
     assert (summary.requests, summary.submitted, summary.rejected) == (1, 2, 1)
+    # Logs carry attempt keys and counts, never a number or a body.
+    assert "attempt_key=" in caplog.text
+    assert all(d not in caplog.text for d in (digits(1), digits(3), "16502530000", "Your order has shipped"))
 
 
 def test_case_13_accepted_then_dropped_is_unknown_billed_once_and_never_sent_again(
