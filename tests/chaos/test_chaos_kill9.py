@@ -1,0 +1,295 @@
+"""Chaos: worker processes killed with SIGKILL while the provider misbehaves; the ledger decides.
+
+10,500 messages (transactional and promotional in multi-recipient requests,
+OTPs one per request, with resends) go through three ``sms-pipeline worker``
+processes against the simulator (in this process, on loopback) with faults
+on: 5 % accept-then-drop (billed, no answer), 2 % HTTP 5xx, 1 % rate limit,
+1 % refused connections. Every couple of seconds a random worker is killed
+with SIGKILL and started again. Then the claim lease runs out, upkeep turns
+abandoned claims into ``unknown``, and ``worker --once`` drains the rest.
+
+Every (body, recipient) pair is unique, so each billed recipient in the
+simulator's ledger names exactly one row. Checked against the ledger:
+nothing billed twice, every ledger entry is one ``submitted`` or ``unknown``
+row, every ``submitted`` row was billed, nothing is left ``pending`` or
+``claimed``, and the cost of the submitted rows is exactly units x price.
+Every OTP code the simulator was sent (billed or not) is then searched for
+in the whole database and in every log the workers wrote: none may appear;
+and each newest delivered code verifies, across processes, with the key the
+workers used.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.core.clock import RealClock
+from sms_pipeline.otp import codes
+from sms_pipeline.otp.verify import VerifyResult, verify_otp
+from sms_pipeline.simulator import app as simulator_app
+from sms_pipeline.simulator.server import RunningSimulator, run_simulator
+from sms_pipeline.worker import intake, rates, upkeep
+
+pytestmark = pytest.mark.slow
+
+TENANT = "chaos"
+ZONE = "Asia/Kolkata"
+FAULTS = {"accept_then_drop": 0.05, "http_5xx": 0.02, "rate_limit_send": 0.01, "refuse_connection": 0.01}
+PRICES = {"transactional": Decimal("0.0079"), "promotional": Decimal("0.0050"), "otp": Decimal("0.1500")}
+WORKERS = 3
+LEASE_S = 8
+KILL_EVERY_S = (1.5, 2.5)
+MIN_KILLS = 8
+MAX_CHAOS_S = 150
+OTP_RETRY_AFTER_S = 5  # the provider refuses a resend to one number sooner than this (429)
+CODE_LENGTH = 8  # alphanumeric: a code cannot turn up in the data by accident
+SEED = 6
+WORKER_COMMAND = [str(Path(sys.executable).with_name("sms-pipeline")), "worker", "--batch-size", "100"]
+
+
+def _number(n: int) -> str:
+    return f"9198{n:08d}"
+
+
+def _bulk(first_event: int, events: int, per_event: int, message_class: str, rng: random.Random) -> list[dict]:
+    """Events with a body of their own, each to ``per_event`` numbers (one request's worth or less)."""
+    records = []
+    for event in range(first_event, first_event + events):
+        body = f"Order {event}: your parcel is on its way (ref T{event})."
+        if event % 10 == 3:
+            body += " Reply STOP to opt out of delivery updates. " * 4  # two or more segments
+        elif event % 10 == 7:
+            body += " ₹ paid"  # UCS-2
+        for recipient in rng.sample(range(50_000), per_event):
+            records.append({"tenant_id": TENANT, "event_type": f"{message_class}_update", "event_id": f"e{event}",
+                            "recipient": _number(recipient), "body": body, "message_class": message_class,
+                            "channel": "sms", "sender_id": "CHAOSX"})
+    return records
+
+
+def _otps(first: int, count: int, recipients: list[int]) -> list[dict]:
+    """OTPs with unique templates; the same recipient again is a resend (a new event)."""
+    return [{"tenant_id": TENANT, "event_type": "login_otp", "event_id": f"otp{n}", "recipient": _number(recipient),
+             "body": f"$otp$ is your login code (ref O{n})", "message_class": "otp", "channel": "sms",
+             "sender_id": "CHAOTP", "purpose": "login"}
+            for n, recipient in zip(range(first, first + count), recipients, strict=True)]
+
+
+def _waves(rng: random.Random) -> tuple[list[dict], list[dict]]:
+    otp_numbers = list(range(100_000, 101_600))
+    first = (_bulk(0, 200, 20, "transactional", rng) + _bulk(1_000, 60, 25, "promotional", rng)
+             + _otps(0, 1_200, otp_numbers[:1_200]))
+    resent = rng.sample(otp_numbers[:1_200], 400)
+    second = (_bulk(2_000, 100, 20, "transactional", rng) + _bulk(3_000, 40, 25, "promotional", rng)
+              + _otps(1_200, 400, otp_numbers[1_200:]) + _otps(1_600, 400, resent))
+    return first, second
+
+
+@dataclass
+class Workers:
+    """The worker processes this test started (and only those are ever signalled)."""
+
+    env: dict[str, str]
+    log_dir: Path
+    slots: list[subprocess.Popen | None] = field(default_factory=lambda: [None] * WORKERS)
+    started: int = 0
+    kills: int = 0
+
+    def start(self, slot: int, *extra: str) -> subprocess.Popen:
+        self.started += 1
+        out = (self.log_dir / f"worker-{slot}-{self.started}.out").open("w")
+        process = subprocess.Popen([*WORKER_COMMAND, *extra], env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        out.close()
+        if slot >= 0:
+            self.slots[slot] = process
+        return process
+
+    def kill_and_restart(self, slot: int) -> None:
+        process = self.slots[slot]
+        assert process is not None
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            self.kills += 1
+        process.wait(timeout=30)
+        self.start(slot)
+
+    def stop_all(self, sig: signal.Signals) -> None:
+        for process in self.slots:
+            if process is not None and process.poll() is None:
+                process.send_signal(sig)
+        for process in self.slots:
+            if process is not None:
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.send_signal(signal.SIGKILL)
+                    process.wait(timeout=30)
+
+
+def _count(conn: psycopg.Connection, states: tuple[str, ...]) -> int:
+    return conn.execute("SELECT count(*) FROM msg.outbound_message WHERE state::text = ANY(%s)",
+                        (list(states),)).fetchone()[0]
+
+
+def _load_rates(conn: psycopg.Connection) -> None:
+    lines = ["tenant_id,channel,message_class,unit_price,currency,valid_from,valid_to"]
+    lines += [f"{TENANT},sms,{cls},{price},INR,2020-01-01," for cls, price in PRICES.items()]
+    parsed, bad = rates.parse_rate_card(lines)
+    assert not bad
+    rates.load_rates(conn, parsed)
+
+
+def _ledger(sim: RunningSimulator) -> list[tuple[str, str, str, int]]:
+    """(transaction id, text as billed, mobile, units) for every billed recipient."""
+    view = sim.state.view()
+    ledger = view.ledger
+    return [(r.transaction_id, r.text, ledger.mobiles[row], r.units)
+            for r in ledger.requests[: view.request_count]
+            for row in range(r.first_row, r.first_row + r.count)]
+
+
+_TOKEN = re.compile(rf"(?<![0-9A-Za-z])[0-9A-Za-z]{{{CODE_LENGTH}}}(?![0-9A-Za-z])")
+
+
+def _leaked(codes_sent: set[str], text: str) -> set[str]:
+    """Codes that stand as a word of their own anywhere in ``text`` (any letter case)."""
+    return codes_sent & {token.upper() for token in _TOKEN.findall(text)}
+
+
+def _database_text(conn: psycopg.Connection) -> str:
+    tables = conn.execute(
+        """SELECT format('%I.%I', n.nspname, c.relname)
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')""")
+    return "\n".join(row[0] for (table,) in tables.fetchall() for row in conn.execute(f"SELECT t::text FROM {table} t"))
+
+
+def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_path, monkeypatch):
+    # Every /otp generate the simulator receives, billed or not: the codes to search for.
+    seen: list[tuple[str, str, str]] = []  # (mobile, template, code)
+    read_params = simulator_app.read_params
+
+    async def observed(request):
+        params = await read_params(request)
+        if params.get("sendmethod") == "generate" and params.get("otp"):
+            seen.append((params.get("mobile", ""), params.get("msg", ""), params["otp"]))
+        return params
+
+    monkeypatch.setattr(simulator_app, "read_params", observed)
+    home = tmp_path / "home"
+    rng = random.Random(SEED)
+    first_wave, second_wave = _waves(rng)
+
+    with run_simulator(seed=SEED, timezone=ZONE, faults=FAULTS, otp_retry_after_s=OTP_RETRY_AFTER_S) as sim:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
+        env.update({
+            "SMS_PIPELINE_DATABASE_URL": db_url, "SMS_PIPELINE_HOME": str(home), "SMS_PIPELINE_LOG_LEVEL": "DEBUG",
+            "SMS_PIPELINE_CLAIM_LEASE_S": str(LEASE_S), "SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES": "5",
+            "SMS_PIPELINE_CIRCUIT_BREAKER_COOLDOWN_S": "0.5", "SMS_PIPELINE_OTP_CODE_TYPE": "alphanum",
+            "SMS_PIPELINE_OTP_CODE_LENGTH": str(CODE_LENGTH), "SMS_PIPELINE_OTP_EXPIRY_S": "1800", "SMS_PROVIDER_BASE_URL": sim.base_url,
+            "SMS_PROVIDER_USERID": "demo", "SMS_PROVIDER_PASSWORD": "demo", "SMS_PROVIDER_TIMEZONE": ZONE,
+            "SMS_PROVIDER_CONNECT_TIMEOUT_S": "1", "SMS_PROVIDER_READ_TIMEOUT_S": "5",
+        })
+        settings = settings_module.load(env)
+        key = codes.hmac_key(settings)  # made now, so every process reads the same file
+        _load_rates(db)
+        intake.enqueue(db, [intake.new_message(r, otp_code_length=CODE_LENGTH) for r in first_wave],
+                       clock=RealClock())
+        workers = Workers(env, tmp_path)
+        try:
+            for slot in range(WORKERS):
+                workers.start(slot)
+            started = time.monotonic()
+            second_wave_in = False
+            while True:
+                time.sleep(rng.uniform(*KILL_EVERY_S))
+                workers.kill_and_restart(rng.randrange(WORKERS))
+                if not second_wave_in and workers.kills >= 3:
+                    intake.enqueue(db, [intake.new_message(r, otp_code_length=CODE_LENGTH) for r in second_wave],
+                                   clock=RealClock())
+                    second_wave_in = True
+                drained = second_wave_in and _count(db, ("pending",)) == 0
+                if (drained and workers.kills >= MIN_KILLS) or time.monotonic() - started > MAX_CHAOS_S:
+                    break
+            workers.stop_all(signal.SIGTERM)
+
+            # Claims the killed workers left behind run out of lease; upkeep makes them unknown.
+            time.sleep(LEASE_S + 1)
+            upkeep.run_upkeep(db, now=RealClock().now(), lease=timedelta(seconds=LEASE_S))
+            assert _count(db, ("claimed",)) == 0
+            for _ in range(10):
+                if _count(db, ("pending",)) == 0:
+                    break
+                workers.start(-1, "--once").wait(timeout=120)
+        finally:
+            workers.stop_all(signal.SIGKILL)
+        ledger = _ledger(sim)
+        fired = sim.faults.fired()
+
+    # The chaos really happened.
+    assert workers.kills >= MIN_KILLS
+    assert all(fired[name] > 0 for name in FAULTS), fired
+
+    rows = db.execute("""SELECT id, tenant_id, business_key, message_class, body, recipient, state::text,
+                                billable_units, cost FROM msg.outbound_message""").fetchall()
+    assert len(rows) == len(first_wave) + len(second_wave) == 10_500
+    by_pair = {(row[4], row[5]): row for row in rows}
+    assert len(by_pair) == len(rows)  # every (body, recipient) names one row
+
+    # After the drain nothing waits and nothing is held.
+    states = Counter(row[6] for row in rows)
+    assert states["pending"] == states["claimed"] == 0, states
+
+    # Each ledger entry is exactly one row, in submitted or unknown.
+    templates = {(mobile, template.replace("$otp$", code)): (template, code) for mobile, template, code in seen}
+    billed: dict[int, tuple[int, str | None]] = {}  # row id -> (units billed, OTP code)
+    for transaction_id, text, mobile, units in ledger:
+        template, code = templates.get((mobile, text), (text, None)) if transaction_id == "0" else (text, None)
+        row = by_pair[(template, mobile)]
+        assert row[6] in ("submitted", "unknown"), (row[0], row[6])
+        assert row[0] not in billed, f"row {row[0]} billed twice"
+        billed[row[0]] = (units, code)
+    assert Counter((row[1], row[2]) for row in rows if row[0] in billed).most_common(1)[0][1] == 1
+
+    # Each submitted row was billed, for the units it recorded, and costs units x price exactly.
+    submitted = [row for row in rows if row[6] == "submitted"]
+    assert all(row[0] in billed and row[7] == billed[row[0]][0] for row in submitted)
+    assert sum(row[8] for row in submitted) == sum(billed[row[0]][0] * PRICES[row[3]] for row in submitted)
+    assert states["unknown"] > 0 and any(row[0] in billed for row in rows if row[6] == "unknown")
+
+    # No OTP code in clear, in the database or in any log the workers wrote.
+    codes_sent = {code for _, _, code in seen}
+    otp_billed = sum(1 for entry in ledger if entry[0] == "0")
+    assert len(codes_sent) >= otp_billed > 1_000
+    assert _leaked(codes_sent, _database_text(db)) == set()
+    logs = sorted([*tmp_path.glob("worker-*.out"), *(home / "logs").glob("*")])
+    assert logs and all(not _leaked(codes_sent, path.read_text(errors="replace")) for path in logs)
+
+    # The newest code of each recipient that certainly went out verifies, with the workers' key.
+    newest = db.execute(
+        """SELECT DISTINCT ON (v.recipient) v.message_id, m.state::text
+             FROM msg.otp_verification v
+             JOIN msg.outbound_message m ON m.id = v.message_id AND m.created_at = v.message_created_at
+            WHERE v.tenant_id = %s AND v.purpose = 'login'
+            ORDER BY v.recipient, v.created_at DESC, v.id DESC""", (TENANT,)).fetchall()
+    delivered = [(message_id, billed[message_id][1]) for message_id, state in newest if state == "submitted"]
+    assert len(delivered) > 1_000
+    recipients = {row[0]: row[5] for row in rows}
+    results = Counter(verify_otp(db, TENANT, recipients[message_id], "login", code, hmac_key=key)
+                      for message_id, code in delivered)
+    assert results == {VerifyResult.ok: len(delivered)}
