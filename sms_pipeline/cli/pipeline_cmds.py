@@ -106,7 +106,7 @@ def _instance(settings: Settings):
     return dg.DagsterInstance.get()
 
 
-_SUMMARY_KEYS = ("rows", "unchanged", "duplicates", "unmapped_rows", "transactions", "changed", "duration_s")
+_SUMMARY_KEYS = ("rows", "unchanged", "duplicates", "unmapped_rows", "transactions", "replaced", "duration_s")
 
 
 def _summary(metadata) -> str:

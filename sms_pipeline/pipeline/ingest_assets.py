@@ -209,8 +209,8 @@ def day_report_metadata(load: DayReportLoad) -> dict[str, Any]:
 def transaction_reports_metadata(result: TransactionReports) -> dict[str, Any]:
     return {
         "transactions": result.transactions,
-        "changed": result.changed,
-        "unchanged": result.unchanged,
+        "replaced": result.changed,  # answers that differed from the stored one
+        "identical": result.unchanged,  # answers equal to the stored one: nothing written
         "no_report_yet": result.empty,
         "rows": result.rows,
         **_statuses(result.statuses),

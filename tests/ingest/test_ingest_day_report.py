@@ -99,7 +99,7 @@ def test_the_same_day_twice_writes_nothing_the_second_time(app_settings, sim_clo
     both = [DAY_REPORT, TRANSACTION_REPORTS]
     first = materialize(app_settings, sim_clock, both, day)
     fetched = materializations(first, TRANSACTION_REPORTS)[day.isoformat()]
-    assert (fetched["transactions"], fetched["changed"], fetched["rows"]) == (1, 1, 30)
+    assert (fetched["transactions"], fetched["replaced"], fetched["rows"]) == (1, 1, 30)
     before = {t: snapshot(db, t, o) for t, o in (
         (DAY_ROWS, "report_date, line_no"), (CHECKPOINTS, "report_kind, report_date"),
         ("dlr.txn_report_fetches", "transaction_id"), ("dlr.txn_report_rows", "transaction_id, row_no"))}
@@ -111,7 +111,7 @@ def test_the_same_day_twice_writes_nothing_the_second_time(app_settings, sim_clo
         ("dlr.txn_report_fetches", "transaction_id"), ("dlr.txn_report_rows", "transaction_id, row_no"))} == before
     assert materializations(again, DAY_REPORT)[day.isoformat()]["unchanged"] is True
     refetched = materializations(again, TRANSACTION_REPORTS)[day.isoformat()]
-    assert (refetched["transactions"], refetched["changed"], refetched["unchanged"]) == (1, 0, 1)
+    assert (refetched["transactions"], refetched["replaced"], refetched["identical"]) == (1, 0, 1)
 
 
 def test_a_newer_download_with_late_statuses_replaces_the_load(app_settings, sim_clock, client, db):

@@ -283,4 +283,4 @@ def test_case_21_rate_limited_report_calls_are_retried_and_the_result_is_right(
     simulator.faults.update({"rate_limit_report": 0.0})
     clean = materialize(app_settings, sim_clock, both, day)
     assert materializations(clean, DAY_REPORT)[day.isoformat()]["unchanged"] is True
-    assert materializations(clean, TRANSACTION_REPORTS)[day.isoformat()]["changed"] == 0
+    assert materializations(clean, TRANSACTION_REPORTS)[day.isoformat()]["replaced"] == 0
