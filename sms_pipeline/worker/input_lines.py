@@ -8,6 +8,10 @@ a message body, and these messages end up on terminals and in logs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class InvalidField(ValueError):
@@ -17,6 +21,15 @@ class InvalidField(ValueError):
         super().__init__(f"{field}: {problem}" if field else problem)
         self.field = field
         self.problem = problem
+
+
+def member(vocabulary: type[E], value: str | None, field: str) -> E:
+    """``value`` as a member of a closed vocabulary, or InvalidField listing the allowed values."""
+    try:
+        return vocabulary(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in vocabulary)
+        raise InvalidField(field, f"unknown value (allowed: {allowed})") from None
 
 
 @dataclass(frozen=True, slots=True)

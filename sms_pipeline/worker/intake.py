@@ -16,6 +16,7 @@ import itertools
 import json
 import logging
 import multiprocessing
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -31,7 +32,7 @@ from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.otp import requests as otp_requests
-from sms_pipeline.worker.input_lines import BadLine, InvalidField
+from sms_pipeline.worker.input_lines import BadLine, InvalidField, member
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES, 
 # Provider-issued ids must arrive as strings: a 19-digit id that went through a
 # JSON number in a JavaScript producer is already corrupted.
 _PROVIDER_IDS = frozenset({"dlt_entity_id", "dlt_template_id"})
+_WHITESPACE = re.compile(r"\s")
 # A concurrent intake of the same key makes the insert fail; each retry sees
 # more committed keys, so a few rounds always suffice.
 _MAX_INSERT_ROUNDS = 5
@@ -108,7 +110,7 @@ def _identifier(record: Mapping[str, object], name: str, *, required: bool) -> s
         return None
     if value.strip() in SENTINELS:
         raise InvalidField(name, "is a placeholder (empty, 0, null or -), not an id")
-    if any(ch.isspace() or not ch.isprintable() for ch in value):
+    if not value.isprintable() or _WHITESPACE.search(value):
         raise InvalidField(name, "must not contain spaces or control characters")
     return value
 
@@ -129,19 +131,11 @@ def _instant(record: Mapping[str, object], name: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise InvalidField(name, "must be an ISO 8601 date-time with an offset, e.g. 2026-03-01T09:30:00+05:30")
+        example = "2026-03-01T09:30:00+05:30"
+        raise InvalidField(name, f"must be an ISO 8601 date-time with an offset, e.g. {example}") from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise InvalidField(name, "has no time zone offset (a naive time is ambiguous)")
     return parsed.astimezone(UTC)
-
-
-def _choice(record: Mapping[str, object], name: str, vocabulary: type[MessageClass] | type[Channel]):
-    value = _text(record, name, required=True)
-    try:
-        return vocabulary(value)
-    except ValueError:
-        allowed = ", ".join(member.value for member in vocabulary)
-        raise InvalidField(name, f"unknown value (allowed: {allowed})") from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -162,8 +156,8 @@ def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
     tenant_id = _identifier(record, "tenant_id", required=True)
     event_type = _text(record, "event_type", required=True)
     event_id = _event_id(record)
-    message_class = _choice(record, "message_class", MessageClass)
-    channel = _choice(record, "channel", Channel)
+    message_class = member(MessageClass, _text(record, "message_class", required=True), "message_class")
+    channel = member(Channel, _text(record, "channel", required=True), "channel")
     sender_id = _identifier(record, "sender_id", required=True)
     raw_recipient = _text(record, "recipient", required=True)
     try:

@@ -26,7 +26,7 @@ from psycopg import errors
 
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.errors import UserError
-from sms_pipeline.worker.input_lines import BadLine, InvalidField
+from sms_pipeline.worker.input_lines import BadLine, InvalidField, member
 
 HEADER = ("tenant_id", "channel", "message_class", "unit_price", "currency", "valid_from", "valid_to")
 # NUMERIC(12,4): up to 8 integer digits and 4 decimals, written plainly.
@@ -70,21 +70,13 @@ def _date(value: str, name: str) -> date:
         raise InvalidField(name, "is not a calendar date") from None
 
 
-def _vocabulary(value: str, name: str, vocabulary: type[Channel] | type[MessageClass]):
-    try:
-        return vocabulary(value)
-    except ValueError:
-        allowed = ", ".join(member.value for member in vocabulary)
-        raise InvalidField(name, f"unknown value (allowed: {allowed})") from None
-
-
 def parse_rate(row: dict[str, str]) -> Rate:
     """One CSV record (already split by header) to a :class:`Rate`."""
     values = {name: (row.get(name) or "").strip() for name in HEADER}
     if not values["tenant_id"]:
         raise InvalidField("tenant_id", "must not be empty")
-    channel = _vocabulary(values["channel"], "channel", Channel)
-    message_class = _vocabulary(values["message_class"], "message_class", MessageClass)
+    channel = member(Channel, values["channel"], "channel")
+    message_class = member(MessageClass, values["message_class"], "message_class")
     if not _PRICE.fullmatch(values["unit_price"]):
         raise InvalidField("unit_price", "must be a non-negative decimal with at most 8 digits "
                                          "before and 4 after the point, e.g. 0.0079")
