@@ -31,10 +31,10 @@ from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.provider_time import InvalidLocalTime
 from sms_pipeline.db import queries
+from sms_pipeline.errors import UserError
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
 from sms_pipeline.provider.dayfile import DayReport
-from sms_pipeline.provider.results import DayReportError
 
 REPORT_KIND = "day"
 # pg_advisory_xact_lock(class, day): one load of a given day at a time.
@@ -55,6 +55,10 @@ _COLUMNS = (
     "status", "cause", "error_code", "units",
     "report_date", "line_no", "message_sha256", "provider_submit_at", "provider_done_at",
 )  # fmt: skip
+
+
+class DayLoadError(UserError):
+    """The database refused a day's load; it was rolled back (the text names the date)."""
 
 
 class DayReportSource(Protocol):
@@ -90,9 +94,9 @@ def load_day_report(
     """Download day ``day`` and make ``dlr.day_report_rows`` hold exactly it.
 
     ``conn`` must not be inside a transaction; this function commits its own.
-    Raises ``DayReportError`` (naming the date) for an unusable download, and
-    for a load that fails, after rolling back: the previous load and its
-    checkpoint stay as they were.
+    Raises ``DayReportError`` (naming the date) for an unusable download and
+    ``DayLoadError`` for a load the database refused, after rolling back:
+    the previous load and its checkpoint stay as they were.
     """
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"day-report-{day.isoformat()}-") as tmp:
@@ -116,9 +120,12 @@ def load_day_report(
                 })
                 return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started)
         except psycopg.Error as exc:
-            raise DayReportError(
-                f"day report {day.isoformat()}: load failed, nothing written ({type(exc).__name__}: {exc})"
-            ) from exc
+            # Only the primary message: DETAIL and CONTEXT may quote a row (a recipient number).
+            reason = exc.diag.message_primary or type(exc).__name__
+            raise DayLoadError(
+                f"day report {day.isoformat()}: load failed and was rolled back, nothing written "
+                f"(SQLSTATE {exc.sqlstate}: {reason})"
+            ) from None
 
 
 def content_checksum(report: DayReport) -> str:

@@ -30,7 +30,7 @@ from ingest_support import (
 
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.core.provider_time import local_date
-from sms_pipeline.ingest.day_report import load_day_report
+from sms_pipeline.ingest.day_report import DayLoadError, load_day_report
 from sms_pipeline.ingest.transaction_reports import open_transactions
 from sms_pipeline.provider import DayReportError, ProviderClient
 from sms_pipeline.settings import Secret
@@ -186,6 +186,23 @@ def test_case_17_extra_columns_are_ignored_and_a_missing_one_fails_cleanly(file_
         with pytest.raises(DayReportError, match=r"2026-03-05.*missing required column.*Units"):
             load_day_report(db, provider, day, tz, clock)
     assert _snapshots(db) == before
+
+
+def test_case_17_a_row_the_database_refuses_rolls_the_whole_day_back(file_provider, db):
+    files, base_url = file_provider
+    tz = ZoneInfo("Asia/Kolkata")
+    day = date(2026, 3, 5)
+    clock = FrozenClock(datetime(2026, 3, 6, tzinfo=UTC))
+    good = ["9000000000000000001", "7000000000000000001", "919812345678", "SGCSMS", "hi", "text",
+            "2026-03-05 10:00:00", "2026-03-05 10:00:07", "DELIVRD", "Delivered", "000", "1"]
+    bad = [*good[:9], "Deliv\x00ered", *good[10:]]  # a NUL byte: no Postgres text can hold it
+    files["day"] = _zip(day, [",".join(HEADER), ",".join(good), ",".join(bad)])
+    with ProviderClient(base_url, "demo", Secret("demo"), None, tz, max_retries=0) as provider:
+        with pytest.raises(DayLoadError, match=r"day report 2026-03-05: load failed and was rolled back") as failed:
+            load_day_report(db, provider, day, tz, clock)
+    assert "919812345678" not in str(failed.value)  # the row is not quoted back
+    assert db.execute("SELECT count(*) FROM dlr.day_report_rows").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM dlr.report_checkpoints").fetchone() == (0,)
 
 
 # ----- 18: truncated, corrupt, non-zip ------------------------------------------
