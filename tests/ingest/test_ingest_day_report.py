@@ -10,6 +10,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import dagster as dg
 import psycopg
 import pytest
 from ingest_support import (
@@ -133,6 +134,24 @@ def test_a_newer_download_with_late_statuses_replaces_the_load(app_settings, sim
     assert new["unchanged"] is False and new["checksum"] != old["checksum"]
     assert db.execute("SELECT checksum FROM dlr.report_checkpoints WHERE report_date = %s",
                       (day,)).fetchone()[0] == new["checksum"]
+
+
+def test_a_day_that_fails_does_not_stop_the_others_and_they_stay_materialised(app_settings, sim_clock, client, db):
+    tz = app_settings.provider_timezone
+    good = local_date(sim_clock.now(), tz)
+    send(client, mobiles(7))
+    sim_clock.advance(timedelta(hours=1))
+    refused = good + timedelta(days=1)  # the provider's clock has not reached it: code 400, no zip
+    instance = dg.DagsterInstance.ephemeral()
+
+    result = materialize(app_settings, sim_clock, [DAY_REPORT], good, refused, instance=instance,
+                         raise_on_error=False)
+
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.user_failure_data
+    assert failure.description.startswith("1 of 2 day(s) failed") and refused.isoformat() in failure.description
+    assert instance.get_materialized_partitions(DAY_REPORT) == {good.isoformat()}
+    assert db.execute("SELECT report_date, count(*) FROM dlr.day_report_rows GROUP BY 1").fetchall() == [(good, 7)]
 
 
 @pytest.mark.slow
