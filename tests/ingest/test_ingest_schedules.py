@@ -91,6 +91,7 @@ def test_the_jobs_select_by_group_and_cadence():
     assert INTRADAY_DELIVERY_REPORTS in hourly and not {DAY_REPORT, TRANSACTION_REPORTS} & hourly
 
 
+@pytest.mark.slow  # a fresh process loads every module (dbt manifest included)
 def test_dagster_definitions_validate_loads_the_definitions(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
     env.pop("DAGSTER_HOME", None)
