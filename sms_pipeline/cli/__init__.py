@@ -11,6 +11,7 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 
 from sms_pipeline.errors import UserError
 
@@ -24,6 +25,7 @@ COMMAND_MODULES = (
     "sms_pipeline.cli.otp_cmds",
     "sms_pipeline.cli.pipeline_cmds",
     "sms_pipeline.cli.dev_cmd",
+    "sms_pipeline.cli.demo_cmd",
 )
 
 log = logging.getLogger("sms_pipeline.cli")
@@ -42,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Dagster flags beta parameters (e.g. backfill_policy) on every load; the
+    # project pins its version, so these notes are noise on a terminal.
+    warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
+    warnings.filterwarnings("ignore", message=r".*is superseded.*")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

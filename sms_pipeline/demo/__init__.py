@@ -1,0 +1,1 @@
+"""The newcomer's demo: days of synthetic traffic, sent, reconciled and summarised."""

@@ -1,0 +1,255 @@
+"""``sms-pipeline demo``: the whole product on the embedded default, end to end.
+
+An in-process simulator and the application share one virtual clock that
+walks through the last few provider-local days and ends at real now. Each
+day's traffic is enqueued in waves and sent by the real worker; when a day
+closes, the daily job (the same Definitions the schedules use) ingests,
+reconciles and builds the marts for it; a final run over every day picks up
+receipts that arrived late, across day boundaries.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.core.clock import VirtualClock
+from sms_pipeline.core.provider_time import day_bounds
+from sms_pipeline.db import connection, migrate
+from sms_pipeline.demo import summary, traffic
+from sms_pipeline.errors import UserError
+from sms_pipeline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Faults at realistic low rates: a few dropped connections and 5xx on sends,
+# an occasional rate limit, duplicated and misfiled rows in day files.
+DEMO_FAULTS = {
+    "accept_then_drop": 0.01,
+    "http_5xx": 0.01,
+    "rate_limit_send": 0.005,
+    "duplicate_rows": 0.002,
+    "neighbour_day": 0.002,
+    "unmapped_status": 0.003,
+}
+DAILY_TICK = timedelta(hours=2)  # the daily schedule's 02:00 provider-local
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    days: int = 3
+    messages_per_day: int = 1200
+    fresh: bool = False
+    seed: int = 7
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    days: list[summary.DaySummary]
+    already_there: bool
+    simulator_billed_units: int | None
+
+
+def _demo_days(settings: Settings, count: int) -> list[date]:
+    if count < 1:
+        raise UserError("--days must be at least 1")
+    today = datetime.now(UTC).astimezone(settings.provider_timezone).date()
+    days = [today - timedelta(days=n) for n in range(count, 0, -1)]
+    if days[0] < settings.partition_start:
+        raise UserError(f"the demo's first day {days[0]} is before SMS_PIPELINE_PARTITION_START "
+                        f"{settings.partition_start}")
+    return days
+
+
+def reset_databases(settings: Settings) -> None:
+    """``--fresh``: drop the application and Dagster databases (embedded server only)."""
+    if settings.database_url:
+        raise UserError("--fresh drops databases and is refused on an external server "
+                        "(SMS_PIPELINE_DATABASE_URL); drop them yourself if you mean it")
+    admin = connection.server_url(settings)
+    with connection.connect_url(admin, autocommit=True) as conn:
+        for name in (connection.APP_DATABASE, settings.dagster_database):
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _has_demo_data(conn: psycopg.Connection) -> bool:
+    """True when a finished demo is there; refuses a half-finished one (it cannot be resumed)."""
+    row = conn.execute("SELECT EXISTS (SELECT 1 FROM msg.business_key_registry WHERE tenant_id = ANY(%s))",
+                       (list(traffic.TENANTS),)).fetchone()
+    if not row[0]:
+        return False
+    # The simulator of an interrupted run is gone with its ledger; its day reports cannot be had again.
+    if conn.execute("SELECT to_regclass('marts.cost_daily')").fetchone()[0] is None:
+        raise UserError("an earlier demo stopped before it finished; start over with `sms-pipeline demo --fresh`")
+    return True
+
+
+@contextmanager
+def _provider_environment(base_url: str) -> Iterator[None]:
+    """Point the pipeline's provider resource at the in-process simulator for the demo's duration."""
+    names = {"SMS_PROVIDER_BASE_URL": base_url, "SMS_PROVIDER_USERID": "demo", "SMS_PROVIDER_PASSWORD": "demo"}
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(names)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class _Pipeline:
+    """Jobs of the project's Definitions, run in this process on the virtual clock.
+
+    At each day's close only ingest and reconciliation run (what a person
+    would watch happen overnight); the final run is the daily job itself,
+    marts included, over every demo day.
+    """
+
+    DAY_CLOSE_JOB = "demo_day_close"
+
+    def __init__(self, settings: Settings, clock: VirtualClock, log_path: Path) -> None:
+        import dagster as dg
+
+        from sms_pipeline.definitions import build_definitions
+        from sms_pipeline.pipeline.instance import prepare_dagster_home
+        from sms_pipeline.pipeline.schedules import DAILY_JOB
+
+        os.environ.setdefault("DAGSTER_HOME", str(prepare_dagster_home(settings)))
+        self._instance = dg.DagsterInstance.get()
+        defs = dg.Definitions.merge(build_definitions(settings), dg.Definitions(jobs=[
+            dg.define_asset_job(self.DAY_CLOSE_JOB, selection=dg.AssetSelection.groups("ingest", "reconcile")
+                                - dg.AssetSelection.tag("sms_pipeline/cadence", "hourly")),
+        ]))
+        self._daily = defs.resolve_job_def(DAILY_JOB)
+        self._day_close = defs.resolve_job_def(self.DAY_CLOSE_JOB)
+        self._clock = clock
+        self._log_path = log_path
+
+    def close_day(self, first: date, last: date) -> None:
+        self._run(self._day_close, first, last)
+
+    def daily(self, first: date, last: date) -> None:
+        self._run(self._daily, first, last)
+
+    def _run(self, job, first: date, last: date) -> None:
+        from sms_pipeline.pipeline.schedules import partition_range_tags
+
+        # dbt's console lines go to the demo's log file, not over the progress bars.
+        with self._log_path.open("a", encoding="utf-8") as out, redirect_stdout(out):
+            result = job.execute_in_process(
+                instance=self._instance,
+                tags=partition_range_tags(first, last),
+                run_config={
+                    "resources": {"clock": {"config": {"frozen_at": self._clock.now().isoformat()}}},
+                    "loggers": {"console": {"config": {"log_level": "ERROR"}}},
+                },
+                raise_on_error=False,
+            )
+        if not result.success:
+            failed = [e.step_key for e in result.all_events if e.is_step_failure]
+            raise UserError(f"the daily run for {first}..{last} failed at {', '.join(failed) or 'a step'}; "
+                            f"see the run {result.run_id} in `sms-pipeline dev`")
+
+
+def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoResult:
+    from sms_pipeline.provider.client import ProviderClient
+    from sms_pipeline.simulator.server import run_simulator
+    from sms_pipeline.worker import intake, rates
+
+    days = _demo_days(settings, options.days)
+    if options.fresh:
+        reset_databases(settings)
+    url = connection.app_url(settings)
+    with connection.connect_url(url, autocommit=True) as conn:
+        migrate.upgrade(conn)
+        if _has_demo_data(conn):
+            return DemoResult(summary.per_day(conn, days[0], days[-1], settings.provider_timezone.key),
+                              already_there=True, simulator_billed_units=None)
+
+    tz = settings.provider_timezone
+    clock = VirtualClock(day_bounds(days[0], tz)[0])
+    with connection.connect_url(url, autocommit=True) as conn:
+        conn.execute("SELECT msg.ensure_partitions(%s), dlr.ensure_partitions(%s)", (clock.now(), clock.now()))
+        card, bad = rates.parse_rate_card(traffic.DEMO_RATE_CARD.splitlines())
+        assert not bad, bad  # the demo's own card is valid by construction
+        rates.load_rates(conn, card)
+
+    with run_simulator(clock=clock, seed=options.seed, timezone=tz, faults=DEMO_FAULTS) as sim, \
+            _provider_environment(sim.base_url):
+        cfg = settings_module.load()  # now with the simulator as provider
+        (cfg.home / "logs").mkdir(parents=True, exist_ok=True)
+        pipeline = _Pipeline(cfg, clock, cfg.home / "logs" / "demo-runs.log")
+        with ProviderClient.from_settings(cfg) as client, \
+                connection.connect_url(url, autocommit=True) as conn:
+            send = _Sender(cfg, client, clock, url)
+            task = progress.add_task("days", total=len(days) * (len(traffic.WAVE_HOURS) + 1) + 1) if progress else None
+
+            def step(description: str) -> None:
+                if progress:
+                    progress.update(task, advance=1, description=description)
+
+            for day in days:
+                start, end = day_bounds(day, tz)
+                for wave in traffic.day_waves(day, start, options.messages_per_day, options.seed):
+                    _set(clock, wave.at)
+                    send.enqueue_and_send(conn, wave.records, intake)
+                    if wave.resends:
+                        clock.advance(traffic.OTP_RESEND_AFTER)
+                        send.enqueue_and_send(conn, wave.resends, intake)
+                    step(f"{day}: sending")
+                # The day has closed: the daily tick ingests, reconciles and builds marts so far.
+                _set(clock, end + DAILY_TICK)
+                send.drain()
+                pipeline.close_day(days[0], day)
+                step(f"{day}: reconciled")
+            # Late receipts: the last run sees every day as of real now.
+            _set(clock, datetime.now(UTC) - timedelta(seconds=1))
+            send.drain()
+            pipeline.daily(days[0], days[-1])
+            step("all days: late receipts reconciled")
+            result = summary.per_day(conn, days[0], days[-1], tz.key)
+        billed = sim.state.billed_units()
+    return DemoResult(result, already_there=False, simulator_billed_units=billed)
+
+
+def _set(clock: VirtualClock, at: datetime) -> None:
+    """Move the virtual clock forward, never past real time (the demo's last day ends near now)."""
+    clock.set(min(max(at, clock.now()), datetime.now(UTC) - timedelta(seconds=1)))
+
+
+class _Sender:
+    """Enqueue through intake and send through the real worker (bulk + OTP strategies)."""
+
+    def __init__(self, settings: Settings, client, clock: VirtualClock, url: str) -> None:
+        self._settings, self._client, self._clock, self._url = settings, client, clock, url
+
+    def _worker(self):
+        from sms_pipeline.otp.send import otp_strategies
+        from sms_pipeline.worker.breaker import CircuitBreaker
+        from sms_pipeline.worker.loop import Worker, bulk_strategies
+
+        s = self._settings
+        strategies = {**bulk_strategies(self._client, s.provider_timezone.key), **otp_strategies(self._client, s)}
+        return Worker(lambda: connection.connect_url(self._url, autocommit=True), strategies, clock=self._clock,
+                      batch_size=s.batch_size, lease=timedelta(seconds=s.claim_lease_s),
+                      breaker=CircuitBreaker(s.circuit_breaker_failures, s.circuit_breaker_cooldown_s),
+                      poll_interval_s=0.05, upkeep_interval_s=0.0, backoff_initial_s=0.05, backoff_max_s=0.2)
+
+    def enqueue_and_send(self, conn: psycopg.Connection, records: list[dict], intake) -> None:
+        messages = [intake.new_message(r) for r in records]
+        intake.enqueue(conn, messages, clock=self._clock)
+        self.drain()
+
+    def drain(self) -> None:
+        self._worker().run(once=True)
