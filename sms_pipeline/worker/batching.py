@@ -42,8 +42,12 @@ class SendBatch:
 
     @property
     def created_ats(self) -> list[datetime]:
-        """The rows' partition keys: with the ids, they let statements skip other months."""
-        return [m.created_at for m in self.messages]
+        """The rows' distinct partition keys: with the ids, they let statements skip other months.
+
+        Distinct, because a request's rows usually came in by one intake
+        (one ``created_at``), and psycopg dumps a list element by element.
+        """
+        return sorted({m.created_at for m in self.messages})
 
     @property
     def recipients(self) -> list[str]:
