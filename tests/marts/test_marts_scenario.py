@@ -334,11 +334,12 @@ def test_marts_reader_reads_marts_only(scenario, marts_db_url):
                 conn.execute(f"SELECT 1 FROM {table} LIMIT 1")
 
 
-def test_dbt_unit_tests_pass(scenario, marts_db_url):
+def test_dbt_unit_tests_pass(scenario, marts_db_url, tmp_path):
     """The final-state, latency, ratio and cost logic on their fixtures (dbt unit tests)."""
     dbt = DbtCliResource(project_dir=dbt_project())
     with dbt_environment(dbt_env_for_url(marts_db_url)):
-        invocation = dbt.cli(["test", "--select", "test_type:unit"], raise_on_error=False).wait()
+        invocation = dbt.cli(["test", "--select", "test_type:unit"], raise_on_error=False,
+                             target_path=tmp_path / "target").wait()
     results = {r["unique_id"].split(".")[-1]: r["status"] for r in invocation.get_artifact("run_results.json")["results"]}
     assert results == {
         "final_state_per_message": "pass",

@@ -62,7 +62,7 @@ def test_dbt_build_args_carry_the_vars_as_json():
     args = dbt_build_args({"window_end": "b", "window_start": "a"}, full_refresh=True)
     assert args[:2] == ["build", "--vars"]
     assert json.loads(args[2]) == {"window_start": "a", "window_end": "b"}
-    assert args[3:] == ["--full-refresh"]
+    assert args[3:] == ["--exclude-resource-type", "unit_test", "--full-refresh"]
     assert "--full-refresh" not in dbt_build_args({})
 
 

@@ -1,8 +1,9 @@
-{#- Counts, units and money are never below zero. -#}
-{% test non_negative(model, column_name) %}
+{#- Counts, units and money are never below zero: one query for all the
+    columns of a model. -#}
+{% test non_negative(model, columns) %}
 
-select {{ column_name }}
+select *
 from {{ model }}
-where {{ column_name }} < 0
+where {% for column in columns %}{{ column }} < 0{% if not loop.last %} or {% endif %}{% endfor %}
 
 {% endtest %}
