@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from sms_pipeline.reconcile import statements
-from sms_pipeline.reconcile.correlate import window_ms
+from sms_pipeline.reconcile.correlate import analyze, window_ms
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ def apply_receipts(
     conn: psycopg.Connection, *, window: timedelta, provider_timezone: ZoneInfo, now: datetime
 ) -> Applied:
     statements.run(conn, "reconcile_apply_events")
-    conn.execute("ANALYZE reconcile_events")
+    analyze(conn, "reconcile_events")
     statements.run(conn, "reconcile_apply_decide")
-    conn.execute("ANALYZE reconcile_message_decisions")
+    analyze(conn, "reconcile_message_decisions")
     confirmed = statements.scalar(
         conn, "reconcile_apply_confirm_submission", time_zone=provider_timezone.key, now=now
     )

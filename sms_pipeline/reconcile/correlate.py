@@ -14,7 +14,7 @@ have exactly one candidate; otherwise both sides are ``ambiguous``. A msgId
 with no candidate is ``not_found`` (the orphan step takes its events).
 
 :func:`correlate` must run inside the caller's transaction: it leaves the
-temporary tables (``reconcile_uncorrelated``, ``reconcile_pairs``,
+temporary tables (``reconcile_uncorrelated``, ``reconcile_pairs_by_*``,
 ``reconcile_decisions``) that :mod:`sms_pipeline.reconcile.apply` reads.
 """
 
@@ -45,6 +45,11 @@ class Correlation:
         return self.by_msgid + self.by_transaction + self.by_reconstruction
 
 
+def analyze(conn: psycopg.Connection, temporary_table: str) -> None:
+    """Statistics for a temporary table (autovacuum never sees them): the next join's plan depends on them."""
+    conn.execute(f"ANALYZE {temporary_table}")
+
+
 def window_ms(window: timedelta) -> int:
     return int(window / timedelta(milliseconds=1))
 
@@ -60,12 +65,15 @@ def correlate(
 ) -> Correlation:
     """Run the passes and record ambiguous / not-found results (rows and events)."""
     statements.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key)
-    conn.execute("ANALYZE reconcile_uncorrelated")  # temporary tables have no statistics otherwise
+    analyze(conn, "reconcile_uncorrelated")
     statements.run(conn, "reconcile_correlate_by_msgid")
+    analyze(conn, "reconcile_pairs_by_msgid")
     statements.run(conn, "reconcile_correlate_by_transaction")
+    analyze(conn, "reconcile_pairs_by_transaction")
     statements.run(conn, "reconcile_correlate_by_reconstruction", window=window)
+    analyze(conn, "reconcile_pairs_by_reconstruction")
     statements.run(conn, "reconcile_correlate_decide")
-    conn.execute("ANALYZE reconcile_decisions")
+    analyze(conn, "reconcile_decisions")
     tried, by_msgid, by_txn, by_reconstruction, ambiguous = statements.run(
         conn, "reconcile_correlate_summary"
     ).fetchone()

@@ -6,9 +6,10 @@
 -- fall-back hour), both ends included (the expressions of
 -- outbound_message_correlate_idx). Every candidate is kept: one msgId
 -- with two rows, or one row with two msgIds, is ambiguous for all of them.
--- Parameters: window (interval). Adds to reconcile_pairs.
-INSERT INTO reconcile_pairs (msg_id, message_id, message_created_at, pass)
-SELECT u.msg_id, m.id, m.created_at, 3
+-- Parameters: window (interval).
+-- Creates the temporary table reconcile_pairs_by_reconstruction.
+CREATE TEMPORARY TABLE reconcile_pairs_by_reconstruction ON COMMIT DROP AS
+SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at, 3::smallint AS pass
   FROM reconcile_uncorrelated u
   JOIN msg.outbound_message m
     ON m.recipient = u.recipient
@@ -20,4 +21,5 @@ SELECT u.msg_id, m.id, m.created_at, 3
  WHERE m.provider_txn_id IS NULL
    AND m.state IN ('submitted', 'unknown')
    AND m.provider_message_id IS NULL
-   AND NOT EXISTS (SELECT 1 FROM reconcile_pairs p WHERE p.msg_id = u.msg_id)
+   AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
+   AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)

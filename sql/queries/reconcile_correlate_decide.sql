@@ -2,9 +2,12 @@
 -- has exactly one candidate row AND that row exactly one candidate msgId;
 -- otherwise every side of it is `ambiguous`. Nothing is ever picked among
 -- several candidates.
--- Creates the temporary table reconcile_decisions.
+-- Creates the temporary table reconcile_decisions: every candidate pair of
+-- the three passes, with its verdict.
 CREATE TEMPORARY TABLE reconcile_decisions ON COMMIT DROP AS
 SELECT msg_id, message_id, message_created_at, pass,
        count(*) OVER (PARTITION BY msg_id) = 1
        AND count(*) OVER (PARTITION BY message_id, message_created_at) = 1 AS matched
-  FROM reconcile_pairs
+  FROM (SELECT * FROM reconcile_pairs_by_msgid
+        UNION ALL SELECT * FROM reconcile_pairs_by_transaction
+        UNION ALL SELECT * FROM reconcile_pairs_by_reconstruction) AS pairs
