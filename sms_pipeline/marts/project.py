@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from dagster_dbt import DbtProject
+from filelock import FileLock
 
 from sms_pipeline.marts.dbt_env import DBT_ENV_NAMES, dbt_environment
 
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 
+_PARSE_WAIT_S = 600
 _SOURCE_SUFFIXES = {".sql", ".yml", ".yaml", ".csv", ".md"}
 _SOURCE_DIRS = ("models", "macros", "tests")
 _SOURCE_FILES = ("dbt_project.yml", "profiles.yml", "selectors.yml")
@@ -62,9 +64,15 @@ def manifest_is_current(project: DbtProject) -> bool:
 def prepare_manifest(project: DbtProject | None = None) -> Path:
     """Make sure ``manifest.json`` exists and reflects the project's files; return its path."""
     project = project or dbt_project()
-    if not manifest_is_current(project):
-        log.info("parsing the dbt project in %s", project.project_dir)
-        parse_env = {name: value for name, value in _PARSE_ONLY_CONNECTION.items() if name not in os.environ}
-        with dbt_environment(parse_env):
-            project.preparer.prepare(project)
+    if manifest_is_current(project):
+        return project.manifest_path
+    # One parse for all waiting processes; dagster-dbt's own guard gives up
+    # after 60 s, which a parse on a busy machine can exceed.
+    project.manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(project.manifest_path.with_suffix(".prepare-lock")), timeout=_PARSE_WAIT_S):
+        if not manifest_is_current(project):
+            log.info("parsing the dbt project in %s", project.project_dir)
+            parse_env = {name: value for name, value in _PARSE_ONLY_CONNECTION.items() if name not in os.environ}
+            with dbt_environment(parse_env):
+                project.preparer.prepare(project)
     return project.manifest_path
