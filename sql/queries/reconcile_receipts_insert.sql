@@ -14,7 +14,7 @@ WITH raw AS (
            units, provider_submit_at, provider_done_at
       FROM dlr.day_report_rows WHERE report_date = %(report_date)s
     UNION ALL
-    SELECT 'txn_report', msg_id, NULL, mobile, sender_name, status, cause, NULL,
+    SELECT 'txn_report', msg_id, transaction_id, mobile, sender_name, status, cause, NULL,
            NULL, provider_submit_at, provider_done_at
       FROM dlr.txn_report_rows WHERE report_date = %(report_date)s
     UNION ALL
