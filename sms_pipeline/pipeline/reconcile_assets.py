@@ -51,7 +51,7 @@ def definitions(settings: Settings) -> dg.Definitions:
 
     @dg.asset(
         key=RECEIPTS,
-        deps=[DAY_REPORT, TRANSACTION_REPORTS],
+        deps=[DAY_REPORT, TRANSACTION_REPORTS, INTRADAY_DELIVERY_REPORTS],
         partitions_def=partitions,
         backfill_policy=BACKFILL_POLICY,
         pool=DATABASE_POOL,

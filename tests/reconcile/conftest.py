@@ -176,6 +176,15 @@ class World:
         assert result.success
         return result
 
+    def run_hourly(self) -> dg.ExecuteInProcessResult:
+        """The hourly job's intraday work: today's getDlr pull, then its reconciliation."""
+        defs = dg.Definitions.merge(ingest_assets.definitions(self.settings), reconcile_assets.definitions(self.settings))
+        wanted = {"dlr/intraday_delivery_reports", "msg/intraday_reconciliation"}
+        assets = [a for a in defs.assets if any(k.to_user_string() in wanted for k in a.keys)]
+        result = dg.materialize(assets, resources=self.resources(), instance=dg.DagsterInstance.ephemeral())
+        assert result.success
+        return result
+
     def run_upkeep(self) -> dg.ExecuteInProcessResult:
         defs = reconcile_assets.definitions(self.settings)
         upkeep = [a for a in defs.assets if reconcile_assets.UPKEEP in a.keys]
