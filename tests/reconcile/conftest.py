@@ -163,10 +163,11 @@ class World:
                                          timezone=self.tz.key),
         }
 
-    def run_daily(self, first: date, last: date | None = None, *, upkeep: bool = False) -> dg.ExecuteInProcessResult:
+    def run_daily(self, first: date, last: date | None = None, *, ingest: bool = True) -> dg.ExecuteInProcessResult:
         """The daily job's work for days ``first..last`` as one run (ingest, receipts, reconciliation)."""
         defs = dg.Definitions.merge(ingest_assets.definitions(self.settings), reconcile_assets.definitions(self.settings))
-        assets = [a for a in defs.assets if any(k.to_user_string() in DAILY_ASSETS for k in a.keys)]
+        wanted = DAILY_ASSETS if ingest else DAILY_ASSETS[2:]
+        assets = [a for a in defs.assets if any(k.to_user_string() in wanted for k in a.keys)]
         result = dg.materialize(
             assets,
             resources=self.resources(),

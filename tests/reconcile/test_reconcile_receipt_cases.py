@@ -242,3 +242,22 @@ def test_case_20_a_row_filed_in_the_neighbouring_days_file_is_still_matched_once
             "SELECT count(*) - count(DISTINCT (provider_message_id, status_word)) FROM dlr.delivery_receipts"
         ).fetchone()
         assert duplicates == (0,)
+
+
+def test_a_receipt_known_only_from_a_transaction_report_is_matched_by_transaction(world):
+    recipient = numbers(1)[0]
+    (key,) = world.send([recipient])
+    msg_id, txn_id = world.msg_id_of(recipient), world.row(key)["provider_txn_id"]
+    submitted = world.submitted_at(msg_id)
+    world.conn.execute(
+        "INSERT INTO dlr.txn_report_fetches (transaction_id, report_date, checksum, rows, fetched_at) "
+        "VALUES (%s, %s, repeat('a', 64), 1, %s)", (txn_id, world.day, submitted))
+    world.conn.execute(
+        """INSERT INTO dlr.txn_report_rows (transaction_id, row_no, report_date, msg_id, mobile, sender_name, status,
+               cause, provider_submit_at, provider_done_at)
+           VALUES (%s, 1, %s, %s, %s, 'SGCSMS', 'DELIVERED', 'Success', %s, %s)""",
+        (txn_id, world.day, msg_id, recipient, submitted, submitted + timedelta(seconds=4)))
+    world.run_daily(world.day, ingest=False)  # no day report: the by-transaction answer is all there is
+    row = world.row(key)
+    assert (row["provider_message_id"], row["state"], row["final_status"]) == (msg_id, "delivered", "DELIVRD")
+    assert [(r["source"], r["provider_txn_id"]) for r in world.receipts(msg_id)] == [("txn_report", txn_id)]
