@@ -1,0 +1,129 @@
+"""A month's catch-up after an outage: 30 provider days backfilled through Dagster in one run.
+
+    python bench/backfill_month.py [--days 30] [--messages-per-day 100000]
+
+Setup (not timed): a scratch database (dropped afterwards); a simulator
+process bills ``--days`` consecutive provider days of ``--messages-per-day``
+messages each (the mix of ``bench/day_traffic.py``), ending four days ago;
+the matching outbound rows go into ``msg.outbound_message``. Nothing has
+been ingested or reconciled: the pipeline was down for the whole range.
+
+Timed: one ``dg.materialize`` of the daily ingest and reconciliation assets
+(``dlr/day_report``, ``dlr/transaction_reports``, ``dlr/receipts``,
+``msg/reconciliation``) over the whole range, as a backfill run of the daily
+job does (partition range tags, one run, days in order), with the clock at
+the time of the catch-up. Reports wall time, time per day, each asset's
+share (from its per-day ``duration_s`` metadata) and peak memory growth.
+The marts (dbt) are not part of this run; ``bench/marts_build.py`` measures them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import dagster as dg
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.db import connection, migrate
+from sms_pipeline.pipeline import ingest_assets, reconcile_assets
+from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.pipeline.schedules import partition_range_tags
+
+from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, prepare_database, settings_environ,
+                         simulated_traffic, utc_now)
+from reconcile_day import RssSampler
+
+DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "msg/reconciliation")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--messages-per-day", type=int, default=100_000)
+    parser.add_argument("--keep-database", action="store_true", help="keep the scratch database (for EXPLAIN)")
+    args = parser.parse_args()
+    sampler = RssSampler()
+    started_at, load_before = utc_now(), os.getloadavg()[0]
+    tz = ZoneInfo(TZ_NAME)
+    last = datetime.now(tz).date() - timedelta(days=4)
+    first = last - timedelta(days=args.days - 1)
+    catch_up_at = utc_now() - timedelta(minutes=5)
+    admin = connection.server_url(settings_module.load())
+    name = f"sms_bench_backfill_{uuid.uuid4().hex[:8]}"
+    connection.ensure_database(admin, name)
+    url = connection.with_database(admin, name)
+    try:
+        with connection.connect_url(url, autocommit=True) as conn:
+            migrate.upgrade(conn)
+            prepare_database(conn, first)
+        days = [TrafficDay(first + timedelta(days=n), args.messages_per_day) for n in range(args.days)]
+        setup_started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="bench-backfill-") as tmp, \
+                simulated_traffic(days, catch_up_at, Path(tmp)) as traffic:
+            os.environ.update(settings_environ(url, traffic.base_url, first - timedelta(days=1)))
+            settings = settings_module.load()
+            with connection.connect_url(url, autocommit=True) as conn:
+                outbound = load_outbound_rows(conn, traffic)
+                conn.execute("VACUUM ANALYZE msg.outbound_message")
+                conn.execute("CHECKPOINT")
+            setup_s = time.perf_counter() - setup_started
+            defs = dg.Definitions.merge(ingest_assets.definitions(settings), reconcile_assets.definitions(settings))
+            assets = [a for a in defs.assets if any(k.to_user_string() in DAILY_ASSETS for k in a.keys)]
+            resources = {
+                "settings": SettingsResource(),
+                "database": DatabaseResource(url=url),
+                "clock": ClockResource(frozen_at=catch_up_at.isoformat()),
+                "provider": ProviderResource(base_url=traffic.base_url, userid="demo", password="demo",
+                                             timezone=TZ_NAME),
+            }
+            sampler.reset_peak()
+            started = time.perf_counter()
+            result = dg.materialize(assets, resources=resources, instance=dg.DagsterInstance.ephemeral(),
+                                    tags=partition_range_tags(first, last), raise_on_error=False)
+            wall = time.perf_counter() - started
+            growth = sampler.peak_growth_mb()
+        with connection.connect_url(url) as conn:
+            states = dict(conn.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
+            receipts = conn.execute("SELECT count(*) FROM dlr.delivery_receipts").fetchone()[0]
+    finally:
+        if args.keep_database:
+            print(f"kept database {name}")
+        else:
+            with connection.connect_url(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    per_asset: dict[str, list[float]] = defaultdict(list)
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        duration = materialization.metadata.get("duration_s")
+        if duration is not None:
+            per_asset[materialization.asset_key.to_user_string()].append(float(duration.value))
+
+    print(f"run of {started_at:%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average before/after {load_before:.1f} / {os.getloadavg()[0]:.1f}")
+    print(f"{args.days} provider days {first}..{last}, {traffic.billed:,} billed messages, {outbound:,} outbound "
+          f"rows (setup {setup_s:.0f} s, not timed); run {'succeeded' if result.success else 'FAILED'}")
+    print(f"states afterwards: {states}; receipt events: {receipts:,}\n")
+    print("| measurement | result |")
+    print("|---|---|")
+    print(f"| wall time of the backfill run (one dg.materialize, {args.days} days) | {wall:.0f} s |")
+    print(f"| per day | {wall / args.days:.1f} s ({args.messages_per_day * args.days / wall:,.0f} messages/s) |")
+    for asset in DAILY_ASSETS:
+        values = per_asset.get(asset, [])
+        if values:
+            print(f"| {asset}: per-day duration_s (mean / max over {len(values)} days) | "
+                  f"{sum(values) / len(values):.2f} s / {max(values):.2f} s |")
+    print(f"| peak memory growth of the process during the run | {growth:.0f} MB |")
+
+
+if __name__ == "__main__":
+    main()

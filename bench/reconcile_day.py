@@ -1,0 +1,452 @@
+"""One provider day reconciled end to end, against the database floor and a naive peer.
+
+    python bench/reconcile_day.py [--sizes 100000 300000 1000000] [--naive-rows 50000] [--keep-database]
+
+For each size, in one process run, on a scratch database (dropped afterwards
+unless ``--keep-database``: then the last one stays, for EXPLAIN):
+
+1. setup (not timed): a simulator process bills a provider day of that many
+   messages (the mix is described in ``bench/day_traffic.py``); the matching
+   outbound rows go into ``msg.outbound_message`` through its triggers; a
+   plain copy of them (same columns and indexes, no triggers) is made for
+   the baselines;
+2. the pipeline, timed per stage, through the functions the Dagster assets
+   call: ``load_day_report`` (download over HTTP, verify, parse, COPY, stats),
+   ``load_receipts``, ``reconcile_stored_receipts`` (correlation, state
+   moves, orphans, proof of non-submission; each named statement timed);
+3. the naive peer on the same file: pandas reads the first ``--naive-rows``
+   rows, then one UPDATE per row of the message copy;
+4. the floor on the same file: COPY of the CSV into an unlogged table, one
+   INSERT ... SELECT of the receipts into a table keyed (msgId, status),
+   one set-based UPDATE ... FROM of the message copy.
+
+Memory: resident set size sampled every 20 ms by a thread (psutil), so C
+allocations (psycopg, zip, Postgres client buffers) count; growth is the peak
+during the pipeline over the RSS measured right after imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, time as clock_time, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pandas
+import psutil
+import psycopg
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.core.clock import FrozenClock
+from sms_pipeline.core.statuses import normalise_status
+from sms_pipeline.db import connection, migrate
+from sms_pipeline.ingest import day_report as day_report_module
+from sms_pipeline.ingest.day_report import load_day_report
+from sms_pipeline.provider.client import ProviderClient
+from sms_pipeline.reconcile import statements
+from sms_pipeline.reconcile.receipts import load_receipts
+from sms_pipeline.reconcile.run import reconcile_stored_receipts
+from sms_pipeline.settings import Secret
+
+from day_traffic import (TZ_NAME, Traffic, TrafficDay, load_outbound_rows, local_instant, prepare_database,
+                         settings_environ, simulated_traffic, utc_now)
+
+# Named statements -> the stage they belong to.
+_STAGE_OF_PREFIX = (
+    ("reconcile_receipts_", "receipts"),
+    ("reconcile_correlate_", "correlation"),
+    ("reconcile_apply_", "state moves"),
+    ("reconcile_orphans_", "orphans"),
+    ("reconcile_non_submission", "proof of non-submission"),
+    ("reconcile_loaded_day_reports", "proof of non-submission"),
+)
+_FLOOR_CSV_COLUMNS = ("msg_id", "transaction_id", "mobile", "sender", "message", "msg_type", "submit_time",
+                      "delivery_time", "status", "cause", "error_code", "units")
+
+
+class RssSampler:
+    """Peak resident set size of this process, sampled by a daemon thread."""
+
+    def __init__(self, interval_s: float = 0.02) -> None:
+        self._process = psutil.Process()
+        self._interval = interval_s
+        self.baseline = self._process.memory_info().rss
+        self._peak = self.baseline
+        self._stop = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._peak = max(self._peak, self._process.memory_info().rss)
+
+    def reset_peak(self) -> None:
+        self._peak = self._process.memory_info().rss
+
+    def peak_growth_mb(self) -> float:
+        self._peak = max(self._peak, self._process.memory_info().rss)
+        return (self._peak - self.baseline) / 2**20
+
+
+@dataclass
+class Stage:
+    name: str
+    seconds: float
+    rows: int  # what the stage's rows/s is counted over
+    detail: str = ""
+
+
+@dataclass
+class ScaleResult:
+    messages: int
+    file_rows: int
+    outbound_rows: int
+    stages: list[Stage]
+    statement_s: dict[str, float]
+    floor: list[Stage]
+    naive_rows: int
+    naive_s: float
+    memory_growth_mb: float
+    setup_s: float
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pipeline_s(self) -> float:
+        return sum(s.seconds for s in self.stages)
+
+    @property
+    def floor_s(self) -> float:
+        return sum(s.seconds for s in self.floor)
+
+    @property
+    def pipeline_us_per_row(self) -> float:
+        return self.pipeline_s / self.file_rows * 1e6
+
+    @property
+    def naive_us_per_row(self) -> float:
+        return self.naive_s / self.naive_rows * 1e6
+
+
+@contextmanager
+def timed_statements() -> Iterator[dict[str, float]]:
+    """Seconds per named statement of ``statements.run`` while the block runs (the code itself unchanged)."""
+    spent: dict[str, float] = defaultdict(float)
+    original = statements.run
+
+    def run(conn: psycopg.Connection, name: str, **params: Any) -> psycopg.Cursor:
+        started = time.perf_counter()
+        try:
+            return original(conn, name, **params)
+        finally:
+            spent[name] += time.perf_counter() - started
+
+    statements.run = run
+    try:
+        yield spent
+    finally:
+        statements.run = original
+
+
+class TimedClient:
+    """The provider client with the download (and its verification) timed."""
+
+    def __init__(self, client: ProviderClient) -> None:
+        self._client = client
+        self.download_s = 0.0
+
+    def day_report(self, day, dest_dir):
+        started = time.perf_counter()
+        try:
+            return self._client.day_report(day, dest_dir)
+        finally:
+            self.download_s += time.perf_counter() - started
+
+
+@contextmanager
+def timed_stats() -> Iterator[list[float]]:
+    """Seconds of the day load's closing statistics (``_summarise``)."""
+    spent = [0.0]
+    original = day_report_module._summarise
+
+    def summarise(*args: Any, **kwargs: Any):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    day_report_module._summarise = summarise
+    try:
+        yield spent
+    finally:
+        day_report_module._summarise = original
+
+
+def stage_of(name: str) -> str:
+    return next((stage for prefix, stage in _STAGE_OF_PREFIX if name.startswith(prefix)), "other")
+
+
+def explain_into(conn: psycopg.Connection, plans: Path) -> None:
+    """auto_explain (ANALYZE, BUFFERS) of every statement over 200 ms, sent to this client as notices."""
+    conn.execute("LOAD 'auto_explain'")
+    for name, value in (("log_min_duration", "200ms"), ("log_analyze", "on"), ("log_buffers", "on"),
+                        ("log_timing", "on"), ("log_nested_statements", "on"), ("log_level", "notice")):
+        conn.execute(f"SET auto_explain.{name} = '{value}'")
+    sink = plans.open("a", encoding="utf-8")
+    conn.add_notice_handler(lambda diag: sink.write((diag.message_primary or "") + "\n\n") and sink.flush())
+
+
+def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler: RssSampler,
+                 plans: Path | None = None):
+    """The measured part: what the day_report, receipts and reconciliation assets run, in order."""
+    timed_client = TimedClient(client)
+    with connection.connect_url(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        if plans is not None:
+            explain_into(conn, plans)
+        sampler.reset_peak()
+        with timed_stats() as stats:
+            started = time.perf_counter()
+            load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock)
+            ingest_s = time.perf_counter() - started
+        started = time.perf_counter()
+        receipts = load_receipts(conn, day, clock)
+        receipts_s = time.perf_counter() - started
+        with timed_statements() as spent:
+            started = time.perf_counter()
+            result = reconcile_stored_receipts(conn, day, settings, clock)
+            reconcile_s = time.perf_counter() - started
+        growth = sampler.peak_growth_mb()
+    rows = load.rows
+    by_stage: dict[str, float] = defaultdict(float)
+    for name, seconds in spent.items():
+        by_stage[stage_of(name)] += seconds
+    by_stage["other"] += reconcile_s - sum(spent.values())  # ANALYZE of temporary tables, lock, commit
+    copy_s = ingest_s - timed_client.download_s - stats[0]
+    stages = [
+        Stage("ingest: download + verify (HTTP, zip CRC, row check)", timed_client.download_s, rows),
+        Stage("ingest: checksum + parse + COPY into dlr.day_report_rows", copy_s, rows),
+        Stage("ingest: load statistics", stats[0], rows),
+        Stage("receipts (INSERT ... SELECT into dlr.delivery_receipts)", receipts_s, receipts.source_rows,
+              f"{receipts.new_receipts:,} new events"),
+        Stage("correlation (3 passes, decisions, ambiguous/not-found marks)", by_stage["correlation"],
+              result.correlation.tried, f"{result.correlation.matched:,} matched"),
+        Stage("state moves (confirm, UPDATE messages, link receipts)", by_stage["state moves"],
+              result.applied.rows_updated, f"{result.applied.rows_updated:,} rows updated"),
+        Stage("orphans", by_stage["orphans"], result.orphans.opened, f"{result.orphans.opened:,} opened"),
+        Stage("proof of non-submission", by_stage["proof of non-submission"], result.non_submission.proved,
+              f"{result.non_submission.proved:,} proved"),
+        Stage("other (ANALYZE of temp tables, lock, commit)", by_stage["other"], rows),
+    ]
+    summary = result.summary()
+    summary["ingest_duplicates"] = load.duplicates
+    summary["receipts"] = {"source_rows": receipts.source_rows, "new_receipts": receipts.new_receipts,
+                           "duplicate_rows": receipts.duplicate_rows, "unmapped_rows": receipts.unmapped_rows}
+    return rows, stages, dict(spent), growth, summary
+
+
+def prepare_baseline_tables(conn: psycopg.Connection) -> None:
+    """A trigger-free copy of the outbound rows, same columns and indexes (not timed)."""
+    conn.execute("CREATE SCHEMA bench_floor")
+    conn.execute("CREATE TABLE bench_floor.message (LIKE msg.outbound_message INCLUDING DEFAULTS "
+                 "INCLUDING CONSTRAINTS INCLUDING INDEXES)")
+    conn.execute("INSERT INTO bench_floor.message SELECT * FROM msg.outbound_message")
+    conn.execute("VACUUM ANALYZE bench_floor.message")
+
+
+def extract_csv(client: ProviderClient, day, workdir: Path) -> Path:
+    report = client.day_report(day, workdir)
+    with zipfile.ZipFile(report.path) as archive:
+        (member,) = [info for info in archive.infolist() if not info.is_dir()]
+        return Path(archive.extract(member, workdir))
+
+
+def run_naive(url: str, csv_path: Path, rows: int) -> float:
+    """pandas read + one UPDATE per row of the message copy (one transaction)."""
+    started = time.perf_counter()
+    frame = pandas.read_csv(csv_path, nrows=rows, dtype=str, keep_default_na=False)
+    frame.columns = _FLOOR_CSV_COLUMNS
+    with connection.connect_url(url) as conn, conn.cursor() as cur:
+        for row in frame.itertuples(index=False):
+            status = normalise_status(row.status)
+            cur.execute(
+                """UPDATE bench_floor.message
+                      SET provider_message_id = %s, final_status = %s,
+                          state = COALESCE(%s::msg.message_state, state),
+                          delivered_at = NULLIF(%s, '')::timestamp AT TIME ZONE %s
+                    WHERE provider_txn_id = %s AND recipient = %s""",
+                (row.msg_id, status.word if status.is_final else None,
+                 status.final_state.value if status.final_state else None,
+                 row.delivery_time, TZ_NAME, row.transaction_id, row.mobile),
+            )
+        conn.commit()
+    return time.perf_counter() - started
+
+
+def run_floor(url: str, csv_path: Path) -> list[Stage]:
+    """The minimal writes by hand: COPY, one INSERT ... SELECT, one UPDATE ... FROM."""
+    columns = ", ".join(f"{c} text" for c in _FLOOR_CSV_COLUMNS)
+    with connection.connect_url(url, autocommit=True) as conn:
+        conn.execute(f"CREATE UNLOGGED TABLE bench_floor.csv_rows ({columns})")
+        conn.execute("""CREATE TABLE bench_floor.receipts (
+                            provider_message_id text, status_word text, transaction_id text, recipient text,
+                            done_at timestamptz, PRIMARY KEY (provider_message_id, status_word))""")
+        conn.execute("CHECKPOINT")
+        started = time.perf_counter()
+        with conn.cursor() as cur, \
+                cur.copy("COPY bench_floor.csv_rows FROM STDIN (FORMAT csv, HEADER true)") as sink, \
+                csv_path.open("rb") as source:
+            while chunk := source.read(1 << 20):
+                sink.write(chunk)
+        copy_s = time.perf_counter() - started
+        started = time.perf_counter()
+        inserted = conn.execute(
+            """INSERT INTO bench_floor.receipts
+               SELECT msg_id, upper(btrim(status)), transaction_id, mobile,
+                      NULLIF(delivery_time, '')::timestamp AT TIME ZONE %s
+                 FROM bench_floor.csv_rows
+               ON CONFLICT DO NOTHING""", (TZ_NAME,)).rowcount
+        insert_s = time.perf_counter() - started
+        started = time.perf_counter()
+        updated = conn.execute(
+            """UPDATE bench_floor.message m
+                  SET provider_message_id = r.provider_message_id,
+                      final_status = r.status_word,
+                      state = CASE r.status_word WHEN 'DELIVRD' THEN 'delivered'
+                                                 WHEN 'UNDELIV' THEN 'failed' WHEN 'REJECTD' THEN 'failed'
+                                                 WHEN 'EXPIRED' THEN 'expired' ELSE m.state END,
+                      delivered_at = r.done_at
+                 FROM bench_floor.receipts r
+                WHERE m.provider_txn_id = r.transaction_id AND m.recipient = r.recipient""").rowcount
+        update_s = time.perf_counter() - started
+        rows = conn.execute("SELECT count(*) FROM bench_floor.csv_rows").fetchone()[0]
+    return [Stage("COPY of the CSV into an unlogged table", copy_s, rows),
+            Stage("INSERT ... SELECT into a table keyed (msgId, status)", insert_s, rows, f"{inserted:,} rows"),
+            Stage("UPDATE ... FROM of the message table (copy, same indexes)", update_s, rows,
+                  f"{updated:,} rows")]
+
+
+def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, keep: bool,
+              plans: Path | None) -> ScaleResult:
+    setup_started = time.perf_counter()
+    tz = ZoneInfo(TZ_NAME)
+    day = datetime.now(tz).date() - timedelta(days=3)
+    download_at = local_instant(day + timedelta(days=1), clock_time(2, 0))  # the daily job's tick
+    assert download_at < utc_now()
+    name = f"sms_bench_reconcile_{messages}_{uuid.uuid4().hex[:6]}"
+    connection.ensure_database(admin, name)
+    url = connection.with_database(admin, name)
+    try:
+        with connection.connect_url(url, autocommit=True) as conn:
+            migrate.upgrade(conn)
+            prepare_database(conn, day)
+        with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp, \
+                simulated_traffic([TrafficDay(day, messages)], download_at, Path(tmp)) as traffic:
+            environ = {**os.environ, **settings_environ(url, traffic.base_url, day - timedelta(days=10))}
+            settings = settings_module.load(environ)
+            with connection.connect_url(url, autocommit=True) as conn:
+                outbound = load_outbound_rows(conn, traffic)
+                conn.execute("VACUUM ANALYZE msg.outbound_message")
+                prepare_baseline_tables(conn)
+            setup_s = time.perf_counter() - setup_started
+            client = ProviderClient(traffic.base_url, "demo", Secret("demo"), None, settings.provider_timezone,
+                                    read_timeout=600, requests_per_s=1000)
+            with client:
+                rows, stages, spent, growth, summary = run_pipeline(
+                    url, client, day, settings, FrozenClock(download_at), sampler, plans)
+                csv_path = extract_csv(client, day, Path(tmp))
+            naive_n = min(naive_rows, rows)
+            naive_s = run_naive(url, csv_path, naive_n)
+            with connection.connect_url(url, autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE bench_floor.message")
+            floor = run_floor(url, csv_path)
+    finally:
+        if not keep:
+            with connection.connect_url(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        else:
+            print(f"kept database {name}")
+    return ScaleResult(messages, rows, outbound, stages, spent, floor, naive_n, naive_s, growth, setup_s, summary)
+
+
+def print_scale(r: ScaleResult) -> None:
+    print(f"\n### {r.messages:,} messages: {r.file_rows:,} day-file rows, {r.outbound_rows:,} outbound rows "
+          f"(setup {r.setup_s:.0f} s, not timed)\n")
+    print("| stage | seconds | rows/s | |")
+    print("|---|---|---|---|")
+    for s in r.stages:
+        rate = f"{s.rows / s.seconds:,.0f}" if s.seconds > 0 and s.rows else "-"
+        print(f"| {s.name} | {s.seconds:.2f} | {rate} | {s.detail} |")
+    print(f"| **pipeline total** | **{r.pipeline_s:.2f}** | **{r.file_rows / r.pipeline_s:,.0f}** | "
+          f"{r.pipeline_us_per_row:.1f} µs/row |")
+    for s in r.floor:
+        print(f"| floor: {s.name} | {s.seconds:.2f} | {s.rows / s.seconds:,.0f} | {s.detail} |")
+    print(f"| **floor total** | **{r.floor_s:.2f}** | **{r.file_rows / r.floor_s:,.0f}** | |")
+    print(f"| naive peer: pandas + one UPDATE per row, {r.naive_rows:,} rows | {r.naive_s:.2f} | "
+          f"{r.naive_rows / r.naive_s:,.0f} | {r.naive_us_per_row:.0f} µs/row |")
+    print(f"\nratio to the floor: **{r.pipeline_s / r.floor_s:.2f}x** (target <= 2x); "
+          f"faster per row than the naive peer: **{r.naive_us_per_row / r.pipeline_us_per_row:.1f}x** "
+          f"(target >= 8x); peak memory growth: **{r.memory_growth_mb:.0f} MB** (target <= 200 MB)")
+    slowest = sorted(r.statement_s.items(), key=lambda kv: -kv[1])[:6]
+    print("slowest statements: " + ", ".join(f"{name} {s:.2f} s" for name, s in slowest))
+    print("summary: " + json.dumps({k: v for k, v in r.summary.items()
+                                      if k in ("matched_by_msgid", "matched_by_transaction",
+                                               "matched_by_reconstruction", "ambiguous", "not_found",
+                                               "rows_updated", "state_moves", "orphans_opened",
+                                               "receipt_dispositions", "ingest_duplicates", "receipts",
+                                               "non_submission_evidence_missing")}), flush=True)
+
+
+def print_curve(results: list[ScaleResult], started: datetime, loads: tuple[float, float]) -> None:
+    print(f"\nrun of {started:%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average before/after {loads[0]:.1f} / {os.getloadavg()[0]:.1f}")
+    print("\n### Curve\n")
+    print("| messages | day-file rows | pipeline s | µs/row | floor s | ratio to floor | memory growth MB |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r.messages:,} | {r.file_rows:,} | {r.pipeline_s:.1f} | {r.pipeline_us_per_row:.1f} | "
+              f"{r.floor_s:.1f} | {r.pipeline_s / r.floor_s:.2f} | {r.memory_growth_mb:.0f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    parser.add_argument("--naive-rows", type=int, default=50_000)
+    parser.add_argument("--keep-database", action="store_true", help="keep the last scale's database")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--explain", type=Path,
+                        help="append auto_explain plans (ANALYZE, BUFFERS) of pipeline statements over 200 ms here "
+                             "(slows the run: for finding a slow stage, not for figures)")
+    args = parser.parse_args()
+    sampler = RssSampler()  # baseline: after imports
+    started, load_before = utc_now(), os.getloadavg()[0]
+    admin = connection.server_url(settings_module.load())
+    results = []
+    for i, size in enumerate(args.sizes):
+        results.append(run_scale(admin, size, args.naive_rows, sampler,
+                                 args.keep_database and i == len(args.sizes) - 1, args.explain))
+        print_scale(results[-1])
+    print_curve(results, started, (load_before, os.getloadavg()[0]))
+    if args.json:
+        args.json.write_text(json.dumps([{
+            "messages": r.messages, "file_rows": r.file_rows, "pipeline_s": r.pipeline_s, "floor_s": r.floor_s,
+            "naive_us_per_row": r.naive_us_per_row, "pipeline_us_per_row": r.pipeline_us_per_row,
+            "memory_growth_mb": r.memory_growth_mb, "stages": [vars(s) for s in r.stages],
+            "floor": [vars(s) for s in r.floor], "statements": r.statement_s, "summary": r.summary,
+        } for r in results], indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
