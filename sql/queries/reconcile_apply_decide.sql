@@ -18,8 +18,7 @@ WITH per_message AS (
     SELECT message_id, message_created_at,
            min(msg_id) AS msg_id,
            min(pass) AS pass,
-           min(provider_txn_id) AS txn_id,
-           min(provider_submit_at) AS submit_at
+           min(provider_txn_id) AS txn_id
       FROM reconcile_events
      GROUP BY message_id, message_created_at
 ),
@@ -31,7 +30,13 @@ first_final AS (
      ORDER BY message_id, message_created_at, provider_done_at NULLS LAST, first_seen_at, receipt_id
 ),
 decided AS (
-    SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id, p.submit_at,
+    SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id,
+           -- the provider's submit time; inside a DST fall-back hour, the
+           -- reading nearer our own attempt time
+           CASE WHEN u.alt_submit_at IS NOT NULL
+                 AND abs(EXTRACT(EPOCH FROM u.alt_submit_at - COALESCE(m.submitted_at, m.claimed_at)))
+                   < abs(EXTRACT(EPOCH FROM u.submit_at - COALESCE(m.submitted_at, m.claimed_at)))
+                THEN u.alt_submit_at ELSE u.submit_at END AS submit_at,
            m.state AS old_state,
            m.final_status AS old_final_status,
            m.state_reason AS old_state_reason,
@@ -46,6 +51,7 @@ decided AS (
                 THEN f.outcome::msg.message_state ELSE e.evidence_state END AS new_state
       FROM per_message p
       JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
+      JOIN reconcile_uncorrelated u ON u.msg_id = p.msg_id
       LEFT JOIN first_final f ON f.message_id = p.message_id AND f.message_created_at = p.message_created_at
      CROSS JOIN LATERAL (
            SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END

@@ -18,6 +18,7 @@ def test_sends_inside_the_repeated_hour_are_matched_and_keep_their_instants(db_u
         otp_first = world.otp("919700000020")
         world.move_to(second_reading)
         otp_second = world.otp("919700000021")
+        (unknown_second,) = world.send_ambiguous(["919700000022"], "accept_then_drop")
         world.move_to(datetime(2026, 10, 26, 3, 0, tzinfo=UTC))
         world.run_daily(FALL_BACK)
 
@@ -33,3 +34,7 @@ def test_sends_inside_the_repeated_hour_are_matched_and_keep_their_instants(db_u
         for recipient, key in (("919700000020", otp_first), ("919700000021", otp_second)):
             row = world.row(key)
             assert (row["correlation_result"], row["provider_message_id"]) == ("matched", world.msg_id_of(recipient))
+        # An `unknown` row confirmed by such a receipt is billed at the reading nearer its own attempt.
+        row = world.row(unknown_second)
+        assert (row["correlation_result"], row["state_reason"]) == ("matched", "submission_confirmed")
+        assert row["submitted_at"] == second_reading
