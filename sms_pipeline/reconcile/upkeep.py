@@ -83,6 +83,9 @@ def expire_unconfirmed(conn: psycopg.Connection, settings: Settings, now: dateti
     """Only the validity sweep (``submitted`` past validity -> ``expired``); commits."""
     statements.require_no_open_transaction(conn)
     with conn.transaction():
+        # Under the reconciliation's lock: a row expired between a reconciliation's
+        # decision and its update would leave that receipt marked applied.
+        statements.lock(conn)
         return statements.scalar(
             conn, "reconcile_upkeep_expire_submitted",
             submitted_before=now - timedelta(hours=settings.validity_h), now=now,
