@@ -198,24 +198,11 @@ def stage_of(name: str) -> str:
     return next((stage for prefix, stage in _STAGE_OF_PREFIX if name.startswith(prefix)), "other")
 
 
-def explain_into(conn: psycopg.Connection, plans: Path) -> None:
-    """auto_explain (ANALYZE, BUFFERS) of every statement over 200 ms, sent to this client as notices."""
-    conn.execute("LOAD 'auto_explain'")
-    for name, value in (("log_min_duration", "200ms"), ("log_analyze", "on"), ("log_buffers", "on"),
-                        ("log_timing", "on"), ("log_nested_statements", "on"), ("log_level", "notice")):
-        conn.execute(f"SET auto_explain.{name} = '{value}'")
-    sink = plans.open("a", encoding="utf-8")
-    conn.add_notice_handler(lambda diag: sink.write((diag.message_primary or "") + "\n\n") and sink.flush())
-
-
-def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler: RssSampler,
-                 plans: Path | None = None):
+def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler: RssSampler):
     """The measured part: what the day_report, receipts and reconciliation assets run, in order."""
     timed_client = TimedClient(client)
     with connection.connect_url(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
-        if plans is not None:
-            explain_into(conn, plans)
         sampler.reset_peak()
         with timed_stats() as stats:
             started = time.perf_counter()
@@ -338,8 +325,7 @@ def run_floor(url: str, csv_path: Path) -> list[Stage]:
                   f"{updated:,} rows")]
 
 
-def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, keep: bool,
-              plans: Path | None) -> ScaleResult:
+def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, keep: bool) -> ScaleResult:
     setup_started = time.perf_counter()
     tz = ZoneInfo(TZ_NAME)
     day = datetime.now(tz).date() - timedelta(days=3)
@@ -365,7 +351,7 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
                                     read_timeout=600, requests_per_s=1000)
             with client:
                 rows, stages, spent, growth, summary = run_pipeline(
-                    url, client, day, settings, FrozenClock(download_at), sampler, plans)
+                    url, client, day, settings, FrozenClock(download_at), sampler)
                 csv_path = extract_csv(client, day, Path(tmp))
             naive_n = min(naive_rows, rows)
             naive_s = run_naive(url, csv_path, naive_n)
@@ -426,9 +412,6 @@ def main() -> None:
     parser.add_argument("--naive-rows", type=int, default=50_000)
     parser.add_argument("--keep-database", action="store_true", help="keep the last scale's database")
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--explain", type=Path,
-                        help="append auto_explain plans (ANALYZE, BUFFERS) of pipeline statements over 200 ms here "
-                             "(slows the run: for finding a slow stage, not for figures)")
     args = parser.parse_args()
     sampler = RssSampler()  # baseline: after imports
     started, load_before = utc_now(), os.getloadavg()[0]
@@ -436,7 +419,7 @@ def main() -> None:
     results = []
     for i, size in enumerate(args.sizes):
         results.append(run_scale(admin, size, args.naive_rows, sampler,
-                                 args.keep_database and i == len(args.sizes) - 1, args.explain))
+                                 args.keep_database and i == len(args.sizes) - 1))
         print_scale(results[-1])
     print_curve(results, started, (load_before, os.getloadavg()[0]))
     if args.json:
