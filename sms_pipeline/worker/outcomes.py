@@ -132,10 +132,11 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
     with conn.transaction():
         if decision.action is Action.fan_out:
             assert isinstance(outcome, SendAccepted)
-            # Most answers refuse no number: then there is nothing to reject.
-            rejected = _run(conn, "worker_reject", {
-                **base, "recipients": list(outcome.invalid), "reason": INVALID_MOBILE_REASON,
-                "status_code": None, "cause": None, "transaction_id": outcome.transaction_id}) if outcome.invalid else []
+            rejected: list[tuple] = []
+            if outcome.invalid:  # most answers refuse no number: then there is nothing to reject
+                rejected = _run(conn, "worker_reject", {
+                    **base, "recipients": list(outcome.invalid), "reason": INVALID_MOBILE_REASON,
+                    "status_code": None, "cause": None, "transaction_id": outcome.transaction_id})
             submitted = _run(conn, "worker_submit", {
                 **base, "transaction_id": outcome.transaction_id, "campaign_id": outcome.campaign_id,
                 "price_time_zone": price_time_zone})
