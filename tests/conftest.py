@@ -61,9 +61,11 @@ def template_db(pg_admin_url: str) -> str:
                 # Publish atomically: a half-migrated template never carries the final name.
                 admin.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
                 admin.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true')
+                # Only templates of past months go: another checkout or run on the same
+                # server may be using a template of other migrations right now.
                 stale = admin.execute(
-                    "SELECT datname FROM pg_database WHERE datname LIKE 'sms\\_tpl\\_%%' AND datname <> %s",
-                    (name,),
+                    "SELECT datname FROM pg_database WHERE datname LIKE 'sms\\_tpl\\_%%' AND datname NOT LIKE %s",
+                    (f"%\\_{datetime.now(timezone.utc):%Y%m}",),
                 ).fetchall()
                 for (old,) in stale:
                     admin.execute(f'ALTER DATABASE "{old}" WITH IS_TEMPLATE false')
