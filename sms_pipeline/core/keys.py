@@ -30,6 +30,18 @@ def business_key(
     template is encoded differently from an empty one. The recipient is
     normalised first, so any written form of one number gives one key.
     """
+    return business_key_of_normalised(tenant_id, event_type, event_id, normalise(recipient, default_region),
+                                      template_id)
+
+
+def business_key_of_normalised(
+    tenant_id: str, event_type: str, event_id: str, recipient_e164: str, template_id: str | None = None
+) -> str:
+    """:func:`business_key` for a recipient already through ``msisdn.normalise``.
+
+    Intake has normalised the number once already; phonenumbers is the
+    costliest step of intake, so it should not run twice per line.
+    """
     # Channel is not a part: resending one event over another channel must hit
     # the idempotency guard; a deliberate second send needs a new event id.
     parts = {"tenant_id": tenant_id, "event_type": event_type, "event_id": event_id}
@@ -39,7 +51,7 @@ def business_key(
     if template_id is not None and not isinstance(template_id, str):
         raise ValueError(f"template_id must be a string or None, got {template_id!r}")
     digest = hashlib.sha256()
-    for part in (tenant_id, event_type, event_id, normalise(recipient, default_region)):
+    for part in (tenant_id, event_type, event_id, recipient_e164):
         digest.update(_encode(part))
     digest.update(_ABSENT if template_id is None else _encode(template_id))
     return digest.hexdigest()

@@ -192,8 +192,8 @@ def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
         expires_at=expires_at,
         encoding=count.encoding,
         segments=count.segments,
-        business_key=keys.business_key(tenant_id, event_type, event_id, recipient, template_id,  # type: ignore[arg-type]
-                                       default_region=default_region),
+        business_key=keys.business_key_of_normalised(tenant_id, event_type, event_id, recipient,  # type: ignore[arg-type]
+                                                     template_id),
         otp_purpose=otp_purpose,
         otp_session_binding=otp_session_binding,
     )

@@ -53,3 +53,10 @@ def test_invalid_recipient_raises() -> None:
 def test_required_parts_must_be_non_empty_strings(bad: object) -> None:
     with pytest.raises(ValueError, match="event_id"):
         business_key("t", "e", bad, BASE[3])  # type: ignore[arg-type]
+
+
+def test_key_of_a_normalised_recipient_equals_the_key_of_any_written_form():
+    from sms_pipeline.core.keys import business_key, business_key_of_normalised
+
+    assert business_key_of_normalised("t", "e", "1", "919876543210", "tpl") == business_key(
+        "t", "e", "1", "+91 98765 43210", "tpl")
