@@ -44,6 +44,11 @@ def load_receipts(conn: psycopg.Connection, day: date, clock: Clock) -> ReceiptL
         source_rows, unkeyed, new, new_unmapped, unmapped_rows, unmapped_words = statements.run(
             conn, "reconcile_receipts_insert", report_date=day, now=clock.now()
         ).fetchone()
+        if new:
+            # A day's events arrive uncorrelated: without fresh statistics the
+            # planner still believes almost every receipt is matched, and the
+            # correlation that follows picks plans for a handful of rows.
+            conn.execute("ANALYZE dlr.delivery_receipts")
     return ReceiptLoad(
         day=day,
         source_rows=source_rows,
