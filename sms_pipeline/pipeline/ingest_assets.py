@@ -17,9 +17,8 @@ when the run fails.
 # No `from __future__ import annotations`: Dagster inspects the asset
 # functions' annotations (context and resource types) at definition time.
 
-from collections.abc import Callable, Mapping
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any
 
 import dagster as dg
 
@@ -27,6 +26,7 @@ from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
 from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_reports
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
+from sms_pipeline.pipeline.day_runs import day_by_day
 from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
 from sms_pipeline.pipeline.schedules import HOURLY_TAGS
@@ -38,7 +38,6 @@ DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
 TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
 INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
 
-Result = TypeVar("Result")
 
 
 def definitions(settings: Settings) -> dg.Definitions:
@@ -67,8 +66,9 @@ def definitions(settings: Settings) -> dg.Definitions:
         tz = settings.get().provider_timezone
         app_clock = clock.clock()
         with provider.client() as client, database.connect(autocommit=True) as conn:
-            return _day_by_day(
+            return day_by_day(
                 context, lambda day: load_day_report(conn, client, day, tz, app_clock), day_report_metadata,
+                skippable=(ProviderCallError,),
             )
 
     @dg.asset(
@@ -108,7 +108,7 @@ def definitions(settings: Settings) -> dg.Definitions:
             return result
 
         with provider.client() as client, database.connect(autocommit=True) as conn:
-            return _day_by_day(context, fetch, transaction_reports_metadata)
+            return day_by_day(context, fetch, transaction_reports_metadata, skippable=(ProviderCallError,))
 
     @dg.asset(
         key=INTRADAY_DELIVERY_REPORTS,
@@ -133,54 +133,6 @@ def definitions(settings: Settings) -> dg.Definitions:
         return dg.MaterializeResult(metadata=intraday_metadata(result))
 
     return dg.Definitions(assets=[day_report, transaction_reports, intraday_delivery_reports])
-
-
-def _day_by_day(
-    context: dg.AssetExecutionContext,
-    work: Callable[[date], Result],
-    metadata: Callable[[Result], Mapping[str, Any]],
-) -> dg.MaterializeResult:
-    """Run ``work`` for each day of the run, each committing on its own.
-
-    A day whose report is unusable (a provider-side problem, named in a
-    ``ProviderCallError``) does not stop the others; anything else (database
-    gone, a bug) stops the run at once. Either way the days that finished are
-    recorded as materialised before the run fails.
-    """
-    finished: dict[str, Mapping[str, Any]] = {}
-    failed: dict[str, str] = {}
-    try:
-        for key in context.partition_keys:
-            try:
-                result = work(date.fromisoformat(key))
-            except ProviderCallError as exc:
-                context.log.error(str(exc))
-                failed[key] = str(exc)
-                continue
-            finished[key] = metadata(result)
-            context.log.info(f"{context.asset_key.to_user_string()} {key}: {_one_line(finished[key])}")
-        if not failed:
-            for key, meta in finished.items():
-                context.add_asset_metadata(meta, partition_key=key)
-            return dg.MaterializeResult()
-    except BaseException:
-        _record_finished(context, finished)
-        raise
-    _record_finished(context, finished)
-    raise dg.Failure(
-        description=f"{len(failed)} of {len(context.partition_keys)} day(s) failed: " + "; ".join(failed.values()),
-        metadata={"failed_days": sorted(failed), "finished_days": sorted(finished)},
-    )
-
-
-def _record_finished(context: dg.AssetExecutionContext, finished: Mapping[str, Mapping[str, Any]]) -> None:
-    for key, meta in finished.items():
-        context.log_event(dg.AssetMaterialization(asset_key=context.asset_key, partition=key, metadata=meta))
-
-
-def _one_line(meta: Mapping[str, Any]) -> str:
-    """The scalar figures, for the run log."""
-    return ", ".join(f"{name}={value}" for name, value in meta.items() if isinstance(value, (str, int, float)))
 
 
 def _statuses(counts: StatusCounts) -> dict[str, Any]:

@@ -17,9 +17,7 @@ person can read (never recipient numbers or message text).
 # No `from __future__ import annotations`: Dagster inspects the asset
 # functions' annotations (context and resource types) at definition time.
 
-from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from datetime import date
 from typing import Any
 
 import dagster as dg
@@ -29,6 +27,7 @@ from sms_pipeline.reconcile import health
 from sms_pipeline.reconcile.receipts import ReceiptLoad, load_receipts
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day, reconcile_stored_receipts
 from sms_pipeline.reconcile.upkeep import run_upkeep
+from sms_pipeline.pipeline.day_runs import day_by_day
 from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, SettingsResource
 from sms_pipeline.pipeline.schedules import HOURLY_TAGS
@@ -71,7 +70,7 @@ def definitions(settings: Settings) -> dg.Definitions:
     ) -> dg.MaterializeResult:
         app_clock = clock.clock()
         with database.connect(autocommit=True) as conn:
-            return _day_by_day(context, lambda day: load_receipts(conn, day, app_clock), receipts_metadata)
+            return day_by_day(context, lambda day: load_receipts(conn, day, app_clock), receipts_metadata)
 
     @dg.asset(
         key=RECONCILIATION,
@@ -95,7 +94,7 @@ def definitions(settings: Settings) -> dg.Definitions:
     ) -> dg.MaterializeResult:
         cfg, app_clock = settings.get(), clock.clock()
         with database.connect(autocommit=True) as conn:
-            return _day_by_day(
+            return day_by_day(
                 context, lambda day: reconcile_stored_receipts(conn, day, cfg, app_clock), reconciliation_metadata
             )
 
@@ -166,35 +165,6 @@ def _health_check(name: str) -> dg.AssetChecksDefinition:
         )
 
     return check
-
-
-def _day_by_day(
-    context: dg.AssetExecutionContext,
-    work: Callable[[date], Any],
-    metadata: Callable[[Any], Mapping[str, Any]],
-) -> dg.MaterializeResult:
-    """Run ``work`` for each day of the run, in order, each committing on its own.
-
-    A failing day stops the run (the days after it depend on it: receipts
-    and states move forward day by day); the days that finished are
-    recorded as materialised first.
-    """
-    finished: dict[str, Mapping[str, Any]] = {}
-    try:
-        for key in context.partition_keys:
-            finished[key] = metadata(work(date.fromisoformat(key)))
-            context.log.info(f"{context.asset_key.to_user_string()} {key}: {_one_line(finished[key])}")
-    except BaseException:
-        for key, meta in finished.items():
-            context.log_event(dg.AssetMaterialization(asset_key=context.asset_key, partition=key, metadata=meta))
-        raise
-    for key, meta in finished.items():
-        context.add_asset_metadata(meta, partition_key=key)
-    return dg.MaterializeResult()
-
-
-def _one_line(meta: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={value}" for name, value in meta.items() if not isinstance(value, (dict, list)))
 
 
 def receipts_metadata(load: ReceiptLoad) -> dict[str, Any]:
