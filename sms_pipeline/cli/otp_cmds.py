@@ -70,7 +70,8 @@ def describe(verification: Verification) -> str:
     """The one line printed for a result (never the code, never the number)."""
     result = verification.result
     if result is VerifyResult.wrong:
-        return f"wrong: not the code ({verification.attempts_left} attempts left)"
+        left = verification.attempts_left
+        return f"wrong: not the code ({left} attempt{'' if left == 1 else 's'} left)"
     return f"{result.value}: {_EXPLANATIONS[result]}"
 
 

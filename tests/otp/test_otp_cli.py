@@ -55,7 +55,7 @@ def test_each_result_has_its_line_and_exit_code(run, db, clock):
 
     assert [(code, out) for code, out, _ in outcomes] == [
         (6, "no_such_code: no code was sent for this recipient, purpose and session\n"),
-        (1, "wrong: not the code (1 attempts left)\n"),
+        (1, "wrong: not the code (1 attempt left)\n"),
         (0, "ok: code accepted\n"),
         (4, "used: the code was already accepted once\n"),
     ]
