@@ -13,9 +13,10 @@ SMS_PIPELINE_DATABASE_URL's server) and, by default, drops it afterwards:
 The dbt command is the one the Dagster asset runs (``windows.marts_window``
 -> ``dbt_vars`` -> ``dbt build --vars ... --selector daily_marts``). Besides
 the wall time of the dbt command (which includes dbt's own start and project
-parse, a constant), it reports the time dbt spent executing the five models
-and their tests (``run_results.json``), and dbt's own CPU: on a shared
-machine the wall time mostly measures the neighbours.
+parse, a constant), it reports how long dbt's execution of the five models
+and their tests took (``run_results.json``: the phase's wall time, and the
+per-node times summed), and dbt's own CPU: on a shared machine the wall
+time mostly measures the neighbours.
 
 History is bulk-loaded with ``session_replication_role = replica`` (row
 triggers off: the business-key registry and the transition guard are not
@@ -111,6 +112,7 @@ class Measurement:
     label: str
     history: int
     wall_s: float
+    execution_s: float
     models_s: float
     tests_s: float
     dbt_cpu_s: float
@@ -164,9 +166,9 @@ def measure(url: str, settings: settings_module.Settings, label: str, history: i
     wall, results, cpu = run_dbt(url, args)
     models = sum(r["execution_time"] for r in results["results"] if r["unique_id"].startswith("model."))
     tests = sum(r["execution_time"] for r in results["results"] if r["unique_id"].startswith("test."))
-    m = Measurement(label, history, wall, models, tests, cpu)
-    print(f"  {label}: wall {wall:.1f} s, models {models:.2f} s, tests {tests:.2f} s, dbt CPU {cpu:.1f} s",
-          flush=True)
+    m = Measurement(label, history, wall, results["elapsed_time"], models, tests, cpu)
+    print(f"  {label}: wall {wall:.1f} s, execution {m.execution_s:.2f} s, models {models:.2f} s, "
+          f"tests {tests:.2f} s, dbt CPU {cpu:.1f} s", flush=True)
     return m
 
 
@@ -224,13 +226,14 @@ def main() -> None:
 
     print(f"\nrows at the end: {sizes[0]:,} messages, {sizes[1]:,} receipts, database {sizes[2]}; "
           f"load average {os.getloadavg()[0]:.1f}")
-    print("\n| run | history messages | dbt wall | models | tests | dbt CPU |\n|---|---|---|---|---|---|")
+    print("\n| run | history messages | dbt wall | execution | models | tests | dbt CPU |\n"
+          "|---|---|---|---|---|---|---|")
     for m in measurements:
-        print(f"| {m.label} | {m.history:,} | {m.wall_s:.1f} s | {m.models_s:.2f} s | {m.tests_s:.2f} s "
-              f"| {m.dbt_cpu_s:.1f} s |")
-    small = min(m.models_s + m.tests_s for m in measurements if m.history == args.small and "incremental" in m.label)
-    large = min(m.models_s + m.tests_s for m in measurements if m.history == args.large and "incremental" in m.label)
-    print(f"\nincremental models+tests, best of two: {small:.2f} s at {args.small:,}, {large:.2f} s at "
+        print(f"| {m.label} | {m.history:,} | {m.wall_s:.1f} s | {m.execution_s:.2f} s | {m.models_s:.2f} s "
+              f"| {m.tests_s:.2f} s | {m.dbt_cpu_s:.1f} s |")
+    small = min(m.execution_s for m in measurements if m.history == args.small and "incremental" in m.label)
+    large = min(m.execution_s for m in measurements if m.history == args.large and "incremental" in m.label)
+    print(f"\nincremental execution, best of two: {small:.2f} s at {args.small:,}, {large:.2f} s at "
           f"{args.large:,}: ratio {large / small:.2f}")
 
 
