@@ -27,7 +27,7 @@ from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_re
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
 from sms_pipeline.pipeline.day_runs import day_by_day
-from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
+from sms_pipeline.pipeline.partitions import DATABASE_POOL, day_asset_options
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
 from sms_pipeline.pipeline.schedules import HOURLY_TAGS
 from sms_pipeline.provider.results import ProviderCallError
@@ -41,15 +41,12 @@ INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
 
 
 def definitions(settings: Settings) -> dg.Definitions:
-    partitions = day_partitions(settings)
+    day_asset = day_asset_options(settings)
 
     @dg.asset(
         key=DAY_REPORT,
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
-        pool=DATABASE_POOL,
+        **day_asset,
         group_name=GROUP,
-        kinds={"python", "postgres"},
         description=(
             "The provider's zipped day report of day D (every message submitted on D with its latest "
             "status), verified and loaded into dlr.day_report_rows with a checkpoint. An unchanged "
@@ -74,11 +71,8 @@ def definitions(settings: Settings) -> dg.Definitions:
     @dg.asset(
         key=TRANSACTION_REPORTS,
         deps=[DAY_REPORT],
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
-        pool=DATABASE_POOL,
+        **day_asset,
         group_name=GROUP,
-        kinds={"python", "postgres"},
         description=(
             "By-transaction reports for the transactions submitted on day D that still have rows "
             "without a final status (and none in the day report), paced and bounded; raw answers in "

@@ -27,3 +27,13 @@ def day_partitions(settings: Settings) -> dg.DailyPartitionsDefinition:
         timezone=settings.provider_timezone.key,
         end_offset=0,  # today is not a partition until the provider day has closed
     )
+
+
+def day_asset_options(settings: Settings) -> dict:
+    """What every day-partitioned asset that writes msg/dlr tables shares."""
+    return {
+        "partitions_def": day_partitions(settings),
+        "backfill_policy": BACKFILL_POLICY,
+        "pool": DATABASE_POOL,
+        "kinds": {"python", "postgres"},
+    }

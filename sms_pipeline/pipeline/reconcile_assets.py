@@ -28,7 +28,7 @@ from sms_pipeline.reconcile.receipts import ReceiptLoad, load_receipts
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day, reconcile_stored_receipts
 from sms_pipeline.reconcile.upkeep import run_upkeep
 from sms_pipeline.pipeline.day_runs import day_by_day
-from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
+from sms_pipeline.pipeline.partitions import DATABASE_POOL, day_asset_options
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, SettingsResource
 from sms_pipeline.pipeline.schedules import HOURLY_TAGS
 from sms_pipeline.settings import Settings
@@ -46,16 +46,13 @@ _SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.
 
 
 def definitions(settings: Settings) -> dg.Definitions:
-    partitions = day_partitions(settings)
+    day_asset = day_asset_options(settings)
 
     @dg.asset(
         key=RECEIPTS,
         deps=[DAY_REPORT, TRANSACTION_REPORTS, INTRADAY_DELIVERY_REPORTS],
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
-        pool=DATABASE_POOL,
+        **day_asset,
         group_name=GROUP,
-        kinds={"python", "postgres"},
         description=(
             "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, one "
             "row per (msgId, status word) in dlr.delivery_receipts. Replays are no-ops; unmapped status "
@@ -75,11 +72,8 @@ def definitions(settings: Settings) -> dg.Definitions:
     @dg.asset(
         key=RECONCILIATION,
         deps=[RECEIPTS],
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
-        pool=DATABASE_POOL,
+        **day_asset,
         group_name=GROUP,
-        kinds={"python", "postgres"},
         description=(
             "Messages of day D reconciled with the receipts: three correlation passes (msgId; "
             "transaction + recipient; reconstruction within the window), forward-only state moves, "
