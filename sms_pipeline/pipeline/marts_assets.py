@@ -19,7 +19,7 @@ catching changes older than the lookback.
 import json
 import tempfile
 from collections.abc import Iterator
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +30,12 @@ from pydantic import Field
 from sms_pipeline.marts import cost_report
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_project, prepare_manifest
-from sms_pipeline.marts.provider_summary import fetch_day, store_summary
-from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, DATABASE_POOL, day_partitions
+from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
+from sms_pipeline.pipeline.day_runs import day_by_day
+from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource
 from sms_pipeline.pipeline.windows import dbt_vars, marts_window
+from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
 
 MARTS_GROUP = "marts"
@@ -159,26 +161,25 @@ def definitions(settings: Settings) -> dg.Definitions:
 
     @dg.asset(
         key=PROVIDER_SUMMARY_KEY,
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
+        **day_asset_options(settings),
         group_name=MARTS_GROUP,
-        pool=DATABASE_POOL,
-        kinds={"postgres"},
         description="The provider's /report/summary per provider-local day and sender id "
                     "(one call per day), for the tie-out of billed units.",
     )
     def provider_summary(context: dg.AssetExecutionContext, database: DatabaseResource,
                          provider: ProviderResource, clock: ClockResource) -> dg.MaterializeResult:
-        first, last = partition_days(context)
-        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-        senders = units = 0
         with provider.client() as client, database.connect() as conn:
-            for day in days:  # each day commits on its own: a failed range keeps the finished days
+            def fetch_and_store(day: date) -> list[SenderSummary]:
                 summary = fetch_day(client, day)
                 store_summary(conn, day, summary, clock.clock().now())
-                senders += len(summary)
-                units += sum(s.units for s in summary)
-        return dg.MaterializeResult(metadata={"days": len(days), "sender_rows": senders, "provider_units": units})
+                return summary
+
+            return day_by_day(
+                context, fetch_and_store,
+                lambda summary: {"sender_rows": len(summary), "provider_units": sum(s.units for s in summary)},
+                # the provider failing one day's summary does not stop the other days
+                skippable=(ProviderCallError, SummaryMismatch),
+            )
 
     full_rebuild = dg.define_asset_job(
         FULL_REBUILD_JOB,

@@ -58,7 +58,9 @@ def test_tieout_flags_the_units_the_simulator_over_reports(settings, db_url):
         marts = Marts(settings, provider=ProviderResource(base_url=sim.base_url, userid=USER, password=PASSWORD,
                                                           timezone=KOLKATA.key))
         fetched = marts.fetch_summary(D)
-    assert fetched.asset_materializations_for_node("dlr__provider_summary")[0].metadata["days"].value == 1
+    [summary] = fetched.asset_materializations_for_node("dlr__provider_summary")
+    assert summary.partition == D.isoformat()
+    assert summary.metadata["provider_units"].value == 3 + OFFSET + count_segments(LONG_UNICODE).segments * 2
 
     marts.build_views()
     result = marts.build_day(D)
