@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from conftest import Marts, ensure_partitions, insert_messages, rows_as_dicts, snapshot
+from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts, snapshot
 
 pytestmark = pytest.mark.slow
 

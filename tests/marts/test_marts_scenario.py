@@ -34,7 +34,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from conftest import Marts, ensure_partitions, insert_messages, rows_as_dicts, settings_for
+from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts, settings_for
 from dagster_dbt import DbtCliResource
 
 from sms_pipeline.cli import main as cli_main

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 import pytest
 
-from conftest import Marts, ensure_partitions, insert_messages, rows_as_dicts
+from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.pipeline.resources import ProviderResource

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
-from conftest import numbers, world_for
+from reconcile_world import numbers, world_for
 
 FALL_BACK = date(2026, 10, 25)  # 01:00-02:00 happens twice in Europe/London
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from conftest import numbers
+from reconcile_world import numbers
 
 
 def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import numbers
+from reconcile_world import numbers
 
 
 def _metadata(result, asset: str) -> list[dict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import STATE_OF_WORD, numbers, world_for
+from reconcile_world import STATE_OF_WORD, numbers, world_for
 from sms_pipeline.simulator import generation
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
-from conftest import numbers
+from reconcile_world import numbers
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.reconcile.upkeep import run_upkeep
 
