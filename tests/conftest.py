@@ -93,6 +93,12 @@ def db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def second_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
+    """Another fresh migrated database on the same server (e.g. for a reference run)."""
+    yield from _scratch_database(pg_admin_url, template_db)
+
+
+@pytest.fixture
 def blank_db(pg_admin_url: str) -> Iterator[psycopg.Connection]:
     """An empty database (no migrations), for testing the migration runner itself."""
     for url in _scratch_database(pg_admin_url, "template0"):
@@ -122,7 +128,7 @@ def settings(tmp_path: Path, db_url: str) -> settings_module.Settings:
     return settings_module.load(env)
 
 
-_DB_FIXTURES = {"pg_admin_url", "template_db", "db_url", "db", "blank_db", "settings"}
+_DB_FIXTURES = {"pg_admin_url", "template_db", "db_url", "second_db_url", "db", "blank_db", "settings"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,7 +9,6 @@ clock resource is pinned to the simulator's virtual time.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, time, timedelta
 from pathlib import Path
@@ -21,7 +20,6 @@ import pytest
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import local_date, localise
-from sms_pipeline.db import connection
 from sms_pipeline.provider import ProviderClient
 from sms_pipeline.simulator import RunningSimulator, run_simulator
 
@@ -95,16 +93,3 @@ def client(app_settings: settings_module.Settings) -> Iterator[ProviderClient]:
     """The provider client the tests send traffic with (same account as the application)."""
     with ProviderClient.from_settings(app_settings, backoff_s=0.01) as provider:
         yield provider
-
-
-@pytest.fixture
-def second_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
-    """Another fresh migrated database on the same server (a reference run goes there)."""
-    name = f"sms_test_{uuid.uuid4().hex[:12]}"
-    with connection.connect_url(pg_admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    try:
-        yield connection.with_database(pg_admin_url, name)
-    finally:
-        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
