@@ -89,13 +89,18 @@ def to_json(days: list[DaySummary], extra: dict) -> str:
 
 
 def render(days: list[DaySummary], currency: str = "INR"):
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="sms-pipeline demo: per provider-local day", show_lines=False)
+    table = Table(title="sms-pipeline demo: per provider-local day", box=box.SIMPLE_HEAD,
+                  collapse_padding=True)
     headers = ("day", "sent", "delivered", "failed", "expired", "pending", "unknown", "ambiguous",
                "rejected", "orphans", "units", f"cost {currency}", "tie-out")
     for h in headers:
-        table.add_column(h, justify="left" if h in ("day", "tie-out") else "right")
+        # Compact box and collapsed padding: the table fits the demo's
+        # 132-column console whole (a boxed one cut the day to "2026-11…").
+        table.add_column(h, justify="left" if h in ("day", "tie-out") else "right", no_wrap=True,
+                         min_width={"day": 10, "tie-out": 8}.get(h))
     for d in days:
         table.add_row(d.day.isoformat(), *(str(v) for v in (
             d.sent, d.delivered, d.failed, d.expired, d.still_pending, d.unknown, d.ambiguous, d.rejected,
