@@ -13,7 +13,6 @@ from datetime import datetime
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
 
 from sms_pipeline.db import queries
 
@@ -54,10 +53,15 @@ def claim(conn: psycopg.Connection, *, channel: str, message_class: str, now: da
     """Claim up to ``limit`` due rows (oldest due first) and commit the claim."""
     if limit <= 0:
         raise ValueError(f"claim limit must be positive, got {limit}")
-    with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+    with conn.transaction(), conn.cursor() as cur:
+        # Prepared, with one generic plan: planning this UPDATE anew for every
+        # batch (every partition and its indexes) was about a quarter of the
+        # claim's server time, and the plan is the same index walk each time.
+        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cur.execute(queries.load("claim_queue"),
-                    {"channel": channel, "message_class": message_class, "now": now, "limit": limit})
-        rows = cur.fetchall()
-    claimed = [ClaimedMessage(**{name: row[name] for name in _FIELDS}) for row in rows]
+                    {"channel": channel, "message_class": message_class, "now": now, "limit": limit}, prepare=True)
+        if tuple(column.name for column in cur.description) != _FIELDS:
+            raise RuntimeError("claim_queue.sql must return the fields of ClaimedMessage, in order")
+        claimed = [ClaimedMessage(*row) for row in cur.fetchall()]
     claimed.sort(key=lambda m: (m.due_at, m.id))
     return claimed

@@ -5,7 +5,8 @@
 -- workers drain one queue; one class per call keeps the index order usable
 -- (claim OTP first by calling it for 'otp' before the others).
 -- Parameters: channel, message_class, now (application clock), limit.
--- Returns the claimed rows.
+-- Returns the claimed rows: exactly the columns of
+-- sms_pipeline.worker.claim.ClaimedMessage, in its field order (checked there).
 WITH due AS (
     SELECT id, created_at
       FROM msg.outbound_message
@@ -28,4 +29,6 @@ UPDATE msg.outbound_message m
  -- the whole pending queue to update a batch of it.
  WHERE m.id = ANY (ARRAY(SELECT id FROM due))
    AND m.created_at = ANY (ARRAY(SELECT created_at FROM due))
-RETURNING m.*
+RETURNING m.id, m.created_at, m.attempt_key, m.tenant_id, m.channel, m.message_class, m.recipient,
+          m.sender_id, m.body, m.encoding, m.segments, m.template_id, m.dlt_entity_id, m.dlt_template_id,
+          m.scheduled_for, m.expires_at, m.claimed_at, m.attempt_count
