@@ -1,6 +1,6 @@
 """Send throughput: recipient rows per second through the worker, and the database floor.
 
-    python bench/send_throughput.py [--rows 200000] [--rounds 4] [--batch-size 500] [--workers 2]
+    python bench/send_throughput.py [--rows 200000] [--rounds 4] [--batch-size 500] [--workers 2] [--concurrency 1]
 
 Two phases of ``--rows`` pending transactional rows each (one body per round,
 distinct numbers), run in ``--rounds`` alternating rounds so that the load
@@ -112,7 +112,8 @@ def _end_to_end(url: str, sim: RunningSimulator, args: argparse.Namespace, home:
                 "SMS_PIPELINE_LOG_LEVEL": "WARNING"})
 
     def run() -> None:
-        processes = [subprocess.Popen([WORKER, "worker", "--once", "--batch-size", str(args.batch_size)],
+        processes = [subprocess.Popen([WORKER, "worker", "--once", "--batch-size", str(args.batch_size),
+                                       "--concurrency", str(args.concurrency)],
                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                      for _ in range(args.workers)]
         for process in processes:
@@ -142,10 +143,10 @@ class InProcessAnswers:
 _TRANSACTIONS = count(1)
 
 
-def _floor_worker(url: str, batch_size: int) -> None:
+def _floor_worker(url: str, batch_size: int, concurrency: int) -> None:
     worker = Worker(lambda: psycopg.connect(url, autocommit=True), {("sms", "transactional"): InProcessAnswers(ZONE)},
                     clock=RealClock(), batch_size=batch_size, lease=timedelta(minutes=5),
-                    breaker=CircuitBreaker(5, 30.0))
+                    breaker=CircuitBreaker(5, 30.0), concurrency=concurrency)
     worker.run(once=True)
 
 
@@ -153,7 +154,7 @@ def _floor(url: str, args: argparse.Namespace) -> Callable[[], None]:
     context = multiprocessing.get_context("spawn")
 
     def run() -> None:
-        processes = [context.Process(target=_floor_worker, args=(url, args.batch_size)) for _ in range(args.workers)]
+        processes = [context.Process(target=_floor_worker, args=(url, args.batch_size, args.concurrency)) for _ in range(args.workers)]
         for process in processes:
             process.start()
         for process in processes:
@@ -169,6 +170,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds the rows are split into")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--concurrency", type=int, default=1, help="send loops (threads) per worker process")
     args = parser.parse_args()
     per_round = args.rows // args.rounds
 
@@ -189,7 +191,8 @@ def main() -> None:
                 _round(url, per_round, body, phase, run)
         assert sim.state.ledger_size() == e2e.rows
     print(f"machine after: {machine_line()}")
-    print(f"{e2e.rows:,} recipients per phase in {args.rounds} alternating rounds, batches of {args.batch_size}")
+    print(f"{e2e.rows:,} recipients per phase in {args.rounds} alternating rounds, batches of {args.batch_size}, "
+          f"{args.workers} worker processes x {args.concurrency} send loop(s)")
     print("| phase | rows/s (first claim .. last submission) | CPU per row, all parties | CPU |")
     print("|---|---|---|---|")
     for phase in (e2e, floor):

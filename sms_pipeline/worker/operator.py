@@ -102,9 +102,9 @@ _ATTEMPT_COLUMNS = ", ".join(
 _MESSAGES_BY = {
     "business_key": """SELECT tenant_id, business_key FROM msg.business_key_registry
                         WHERE business_key = %(value)s AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)""",
-    "attempt_key": """SELECT DISTINCT tenant_id, business_key FROM msg.outbound_message
+    "attempt_key": """SELECT DISTINCT tenant_id, business_key FROM msg.message_lookup
                        WHERE attempt_key = %(value)s::uuid AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)""",
-    "recipient": """SELECT DISTINCT tenant_id, business_key FROM msg.outbound_message
+    "recipient": """SELECT DISTINCT tenant_id, business_key FROM msg.message_lookup
                      WHERE recipient = %(value)s AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)""",
 }
 

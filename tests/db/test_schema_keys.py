@@ -110,11 +110,25 @@ def test_only_a_superseded_row_gives_its_key_to_a_replay(db):
         insert_message(db, business_key="k", created_at=in_month(1, day=9))
 
 
+def test_a_plain_insert_registers_the_rows_lookup_by_attempt_key_and_recipient(db):
+    first = insert_message(db, business_key="k1")
+    second = insert_message(db, business_key="k2")
+    rows = db.execute(
+        """SELECT l.message_id, l.message_created_at FROM msg.message_lookup l
+             JOIN msg.outbound_message m ON m.attempt_key = l.attempt_key
+            WHERE (l.tenant_id, l.recipient, l.business_key, l.message_id, l.message_created_at)
+                  = (m.tenant_id, m.recipient, m.business_key, m.id, m.created_at)
+            ORDER BY 1"""
+    ).fetchall()
+    assert rows == [first, second]
+
+
 def test_deleting_a_row_releases_its_keys(db):
     key = insert_message(db, business_key="k", provider_message_id="9308878062554710043")
     db.execute("DELETE FROM msg.outbound_message WHERE id = %s AND created_at = %s", key)
     assert db.execute("SELECT count(*) FROM msg.business_key_registry").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM msg.provider_message_id_registry").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM msg.message_lookup").fetchone() == (0,)
     insert_message(db, business_key="k", provider_message_id="9308878062554710043")
 
 

@@ -85,6 +85,7 @@ def test_a_message_partition_is_dropped_only_after_its_otp_sidecar_is_purged(db)
     # The dropped rows' keys are released; current months are untouched.
     assert db.execute("SELECT count(*) FROM msg.business_key_registry WHERE business_key = 'old-otp'").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM msg.provider_message_id_registry").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM msg.message_lookup").fetchone() == (0,)
     assert set(_month_names("outbound_message", 0, 0)) <= set(_partitions(db, "msg.outbound_message"))
 
 
