@@ -128,6 +128,7 @@ class InProcessAnswers:
     """The bulk strategy's grouping and write-back, with the provider's success made here (no HTTP)."""
 
     price_time_zone: str
+    claim_limit: int | None = None
 
     def plan(self, messages: list[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         return plan_requests(messages, batch_size)

@@ -86,6 +86,9 @@ class OtpSent(Sent):
     code_hmac: bytes = field(repr=False)
 
 
+OTP_CLAIM_LIMIT = 8
+
+
 @dataclass(frozen=True)
 class OtpStrategy:
     """SMS OTP: one ``/otp`` generate request per row, code made by us."""
@@ -93,6 +96,10 @@ class OtpStrategy:
     client: ProviderClient
     price_time_zone: str  # the zone the rate card's days are read in
     policy: OtpPolicy
+    # OTPs go out one request each: a claim of a bulk batch (500) would hold
+    # the last code back for the whole batch's sends, and a worker killed
+    # midway would leave every claimed code `unknown`. A few at a time.
+    claim_limit: int | None = OTP_CLAIM_LIMIT
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         return plan_requests(messages, 1)  # one recipient per request, whatever the batch size

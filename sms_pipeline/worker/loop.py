@@ -74,6 +74,9 @@ class Sent:
 class SendStrategy(Protocol):
     """How one queue's rows go out: grouping, the provider call, and the write-back."""
 
+    # Most rows one claim of this queue takes (None: the worker's batch size).
+    claim_limit: int | None
+
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         """Group claimed rows into requests (pure)."""
         ...
@@ -93,6 +96,7 @@ class BulkSmsStrategy:
 
     client: ProviderClient
     price_time_zone: str  # the zone the rate card's days are read in
+    claim_limit: int | None = None
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         return plan_requests(messages, batch_size)
@@ -292,7 +296,7 @@ class Worker:
         """One claim from the first queue with due rows; False when every queue is empty."""
         for (channel, message_class), strategy in self._queues.items():
             rows = claim(conn, channel=channel, message_class=message_class, now=self._clock.now(),
-                         limit=self._batch_size)
+                         limit=min(self._batch_size, strategy.claim_limit or self._batch_size))
             if rows:
                 batches = strategy.plan(rows, self._batch_size)
                 log.info("claimed channel=%s class=%s rows=%d requests=%d",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import timedelta
 from decimal import Decimal
@@ -24,7 +25,7 @@ from otp_support import (
 )
 
 from sms_pipeline.otp import codes
-from sms_pipeline.otp.send import OtpSent, OtpStrategy
+from sms_pipeline.otp.send import OTP_CLAIM_LIMIT, OtpSent, OtpStrategy
 from sms_pipeline.otp.verify import VerifyResult, verify_otp
 from sms_pipeline.worker.breaker import CircuitBreaker
 from sms_pipeline.worker.claim import claim
@@ -82,6 +83,19 @@ def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_
     assert [v["session_binding"] for v in verifications] == ["session-1", None, None]
     text = database_text(db)
     assert not [code for code in sent.values() if _appears(code, text)]
+
+
+def test_otps_are_claimed_a_few_at_a_time_whatever_the_batch_size(db, db_url, client, clock, policy, caplog):
+    price(db, "0.1500")
+    enqueue(db, [otp_request(n) for n in range(1, 2 * OTP_CLAIM_LIMIT + 3)], clock)
+
+    with caplog.at_level(logging.INFO, logger="sms_pipeline.worker.loop"):
+        summary = make_worker(db_url, client, clock, policy, batch_size=500).run(once=True)
+
+    assert summary.submitted == 2 * OTP_CLAIM_LIMIT + 2
+    claims = [int(m.group(1)) for r in caplog.records
+              if (m := re.search(r"class=otp rows=(\d+)", r.getMessage()))]
+    assert claims == [OTP_CLAIM_LIMIT, OTP_CLAIM_LIMIT, 2]
 
 
 def test_the_code_that_went_out_verifies_once(db, db_url, simulator, client, clock, policy):
