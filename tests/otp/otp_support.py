@@ -6,21 +6,19 @@ import re
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import psycopg
+from simulated_provider import PROVIDER_ZONE, make_client  # noqa: F401 - re-exported to the tests
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.otp import codes
 from sms_pipeline.otp.send import OtpPolicy, OtpStrategy
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.settings import Secret
 from sms_pipeline.simulator.server import RunningSimulator
 from sms_pipeline.worker import intake, rates
 from sms_pipeline.worker.breaker import CircuitBreaker
 from sms_pipeline.worker.loop import Worker, bulk_strategies
 
-PROVIDER_ZONE = "Asia/Kolkata"
 TEST_KEY = b"otp-tests-hmac-key-0123456789abcdef"
 TEMPLATE = "Your login code is $otp$. It expires in 5 minutes."
 
@@ -49,11 +47,6 @@ def price(conn: psycopg.Connection, unit_price: str = "0.1500") -> None:
         f"tenant-a,sms,otp,{unit_price},INR,2020-01-01,"])
     assert not bad
     rates.load_rates(conn, parsed)
-
-
-def make_client(sim: RunningSimulator, *, password: str = "demo", read_timeout: float = 5.0) -> ProviderClient:
-    return ProviderClient(sim.base_url, "demo", Secret(password), None, ZoneInfo(PROVIDER_ZONE),
-                          connect_timeout=2.0, read_timeout=read_timeout)
 
 
 def make_worker(db_url: str, client: ProviderClient, clock: Clock, policy: OtpPolicy, **options: Any) -> Worker:

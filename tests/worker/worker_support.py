@@ -5,19 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import psycopg
+from simulated_provider import PROVIDER_ZONE, make_client  # noqa: F401 - re-exported to the tests
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.settings import Secret
 from sms_pipeline.simulator.server import RunningSimulator
 from sms_pipeline.worker import intake, rates
 from sms_pipeline.worker.breaker import CircuitBreaker
 from sms_pipeline.worker.loop import Worker, bulk_strategies
 
-PROVIDER_ZONE = "Asia/Kolkata"
 # A valid number (phonenumbers) that the simulator refuses: it takes Indian mobiles only.
 FOREIGN_NUMBER = "+16502530000"
 
@@ -71,12 +69,6 @@ def price(conn: psycopg.Connection, unit_price: str = "0.0079", message_class: s
 
 def states(conn: psycopg.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
-
-
-def make_client(sim: RunningSimulator, *, userid: str = "demo", password: str = "demo",
-                read_timeout: float = 5.0) -> ProviderClient:
-    return ProviderClient(sim.base_url, userid, Secret(password), None, ZoneInfo(PROVIDER_ZONE),
-                          connect_timeout=2.0, read_timeout=read_timeout)
 
 
 def make_worker(db_url: str, client: ProviderClient, clock: Clock, **options: Any) -> Worker:
