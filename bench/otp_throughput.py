@@ -1,11 +1,11 @@
 """OTP throughput: OTP sends per second, one ``/otp`` request each, with 8 concurrent senders.
 
-    python bench/otp_throughput.py [--otps 5000] [--senders 8] [--batch-size 50]
+    python bench/otp_throughput.py [--otps 5000] [--senders 8]
 
 1. **End to end**: ``--otps`` pending OTP rows (distinct numbers) in a
    scratch database; one ``sms-pipeline worker --once --class otp`` process
-   with ``--senders`` send threads, each claiming ``--batch-size`` rows at a
-   time and sending them one request each through the real client and the
+   with ``--senders`` send threads, each claiming OTP rows a few at a time
+   (``OTP_CLAIM_LIMIT``) and sending them one request each through the real client and the
    fault proxy to the simulator (in this process, no faults): code made with
    ``secrets``, ``/otp`` generate, outcome and verification row written in
    one transaction.
@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from sms_pipeline.otp import codes
+from sms_pipeline.otp.send import OTP_CLAIM_LIMIT
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.settings import PREFIXES, Secret
@@ -56,7 +57,7 @@ def _otp_records(count: int) -> list[dict]:
             for n in range(count)]
 
 
-def end_to_end(url: str, otps: int, senders: int, batch_size: int, home: Path) -> str:
+def end_to_end(url: str, otps: int, senders: int, home: Path) -> str:
     enqueue(url, _otp_records(otps))
     with run_simulator(seed=2, timezone=ZONE) as sim, psycopg.connect(url, autocommit=True) as conn:
         env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
@@ -66,8 +67,8 @@ def end_to_end(url: str, otps: int, senders: int, batch_size: int, home: Path) -
                     "SMS_PIPELINE_LOG_LEVEL": "WARNING"})
         meter = CpuMeter(conn).start()
         started = time.perf_counter()
-        code = subprocess.call([WORKER, "worker", "--once", "--class", "otp", "--concurrency", str(senders),
-                                "--batch-size", str(batch_size)], env=env, stdout=subprocess.DEVNULL)
+        code = subprocess.call([WORKER, "worker", "--once", "--class", "otp", "--concurrency", str(senders)],
+                               env=env, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - started
         meter.stop()
         assert code == 0, code
@@ -76,7 +77,7 @@ def end_to_end(url: str, otps: int, senders: int, batch_size: int, home: Path) -
                       (SELECT count(*) FROM msg.otp_verification)
                  FROM msg.outbound_message WHERE state = 'submitted'""").fetchone()
     assert submitted == verifications == otps, (submitted, verifications)
-    return (f"| end to end: 1 worker process, {senders} send threads, claims of {batch_size} | "
+    return (f"| end to end: 1 worker process, {senders} send threads, claims of {OTP_CLAIM_LIMIT} | "
             f"{otps / float(window):,.0f} | {wall:.1f} s | {meter.describe('bench process (simulator)', 'worker')} |")
 
 
@@ -99,7 +100,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--otps", type=int, default=5_000)
     parser.add_argument("--senders", type=int, default=8)
-    parser.add_argument("--batch-size", type=int, default=50, help="OTP rows per claim (each sent alone)")
     args = parser.parse_args()
 
     print(f"machine before: {machine_line()}")
@@ -107,7 +107,7 @@ def main() -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             load_prices(conn)
         with tempfile.TemporaryDirectory() as home:  # the worker's HMAC key file
-            lines = [end_to_end(url, args.otps, args.senders, args.batch_size, Path(home)),
+            lines = [end_to_end(url, args.otps, args.senders, Path(home)),
                      client_alone(args.otps, args.senders)]
     print(f"machine after: {machine_line()}")
     print(f"{args.otps:,} OTPs, one request each")
