@@ -48,7 +48,10 @@ def load_receipts(conn: psycopg.Connection, day: date, clock: Clock) -> ReceiptL
             # A day's events arrive uncorrelated: without fresh statistics the
             # planner still believes almost every receipt is matched, and the
             # correlation that follows picks plans for a handful of rows.
-            conn.execute("ANALYZE dlr.delivery_receipts")
+            # Only the columns the correlation filters, groups and joins on
+            # (a third of a full ANALYZE's time: every column's statistics
+            # over a 30,000-row sample cost ~1 s per 100,000-message day).
+            conn.execute("ANALYZE dlr.delivery_receipts (provider_message_id, message_id, correlation_result)")
     return ReceiptLoad(
         day=day,
         source_rows=source_rows,
