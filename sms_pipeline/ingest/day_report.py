@@ -179,14 +179,16 @@ def _copy_lines(report: DayReport, tz: ZoneInfo) -> Iterator[str]:
     instant = _memoised(lambda text: _with_text(_instant(parser, text)), _MEMO_LIMIT)
     digest = _memoised(lambda text: hashlib.sha256(text.encode("utf-8")).hexdigest(), _MEMO_LIMIT)
     day = report.day.isoformat()
-    for line_no, row in enumerate(report.rows(), start=1):
-        submit, delivery = row["submit_time"], row["delivery_time"]
-        submit_at, submit_copy = instant(submit)
-        done_at, done_copy = instant(delivery)
+    submit_i, delivery_i = _TEXT_FIELDS.index("submit_time"), _TEXT_FIELDS.index("delivery_time")
+    width = len(_TEXT_FIELDS)
+    # Tuples (the text fields in _COLUMNS order, then the message), not a dict per row.
+    for line_no, row in enumerate(report.columns((*_TEXT_FIELDS, "message")), start=1):
+        submit_at, submit_copy = instant(row[submit_i])
+        done_at, done_copy = instant(row[delivery_i])
         if submit_at is not None and done_at is not None and done_at < submit_at:
             done_copy = _with_text(consistent_done_time(submit_at, done_at, tz))[1]
-        texts = _escaped([row[field] for field in _TEXT_FIELDS])
-        yield f"{texts}\t{day}\t{line_no}\t{digest(row['message'])}\t{submit_copy}\t{done_copy}\n"
+        texts = _escaped(row[:width])
+        yield f"{texts}\t{day}\t{line_no}\t{digest(row[width])}\t{submit_copy}\t{done_copy}\n"
 
 
 def _instant(parser: LocalTimeParser, text: str) -> datetime | None:
@@ -205,7 +207,7 @@ def _with_text(value: datetime | None) -> tuple[datetime | None, str]:
     return value, (_NULL if value is None else value.isoformat())
 
 
-def _escaped(values: list[str]) -> str:
+def _escaped(values: tuple[str, ...]) -> str:
     """Tab-joined COPY text values; one scan shows that nearly every row needs no escaping."""
     joined = "\t".join(values)
     if joined.count("\t") == len(values) - 1 and "\\" not in joined and "\n" not in joined and "\r" not in joined:
