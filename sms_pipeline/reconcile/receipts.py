@@ -40,6 +40,7 @@ def load_receipts(conn: psycopg.Connection, day: date, clock: Clock) -> ReceiptL
     started = time.perf_counter()
     with conn.transaction():
         statements.lock(conn)
+        statements.use_set_based_memory(conn)
         created = statements.scalar(conn, "reconcile_receipts_partitions", report_date=day)
         source_rows, unkeyed, new, new_unmapped, unmapped_rows, unmapped_words = statements.run(
             conn, "reconcile_receipts_insert", report_date=day, now=clock.now()

@@ -81,6 +81,7 @@ def reconcile_stored_receipts(conn: psycopg.Connection, day: date, settings: Set
     window = timedelta(seconds=settings.correlation_window_s)
     with conn.transaction():
         statements.lock(conn)
+        statements.use_set_based_memory(conn)
         correlation = correlate(
             conn, day_start=day_start, day_end=day_end, window=window, provider_timezone=tz, now=now
         )

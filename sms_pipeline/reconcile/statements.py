@@ -42,6 +42,18 @@ def lock(conn: psycopg.Connection) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (RECONCILE_LOCK,))
 
 
+# Memory for one transaction's sorts and hash joins. A day's set-based
+# statements join hundreds of thousands of events and rows (the msgId
+# registry trigger joins the UPDATE's before and after images); at the
+# server's default 4 MB they spill to temporary files.
+SET_BASED_WORK_MEM = "64MB"
+
+
+def use_set_based_memory(conn: psycopg.Connection) -> None:
+    """Raise ``work_mem`` until this transaction ends (``SET LOCAL``)."""
+    conn.execute(f"SET LOCAL work_mem = '{SET_BASED_WORK_MEM}'")
+
+
 def require_no_open_transaction(conn: psycopg.Connection) -> None:
     """Refuse a connection inside a transaction: these steps commit their own.
 
