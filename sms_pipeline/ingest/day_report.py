@@ -111,6 +111,10 @@ def load_day_report(
                     queries.load("ingest_report_checkpoint"), {"report_kind": REPORT_KIND, "report_date": day}
                 ).fetchone()
                 if previous is not None and previous[0] == checksum and previous[4] is not None:
+                    # Nothing to rewrite, but the content is confirmed as of
+                    # this download (evidence for the proof of non-submission).
+                    conn.execute(queries.load("ingest_report_confirm"), {
+                        "report_kind": REPORT_KIND, "report_date": day, "fetched_at": fetched_at})
                     return _summarise(conn, report, checksum, skipped=True, loaded_at=previous[4], started=started)
                 rows = _replace_rows(conn, partition, report, tz)
                 loaded_at = clock.now()

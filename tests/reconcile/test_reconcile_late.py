@@ -70,3 +70,17 @@ def test_an_unknown_row_from_a_5xx_is_proved_never_submitted_after_the_grace(wor
     assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
     assert (row["submitted_at"], row["billable_units"], row["cost"]) == (None, None, None)
     assert world.ledger() and numbers(1)[0] not in [e.mobile for e in world.ledger()]
+
+
+def test_a_quiet_days_unknown_row_is_proved_by_a_later_download_that_found_the_file_unchanged(world):
+    (key,) = world.send_ambiguous(numbers(1), "http_5xx")  # the day's only traffic: its file never changes
+    _daily_tick(world, world.day + timedelta(days=1))  # loaded, but before close + grace
+    assert world.row(key)["state"] == "unknown"
+    _daily_tick(world, world.day + timedelta(days=2))  # same content, downloaded after close + grace
+    checkpoint = world.conn.execute(
+        """SELECT c.fetched_at, f.confirmed_at FROM dlr.report_checkpoints c
+             JOIN dlr.report_confirmations f USING (report_kind, report_date)
+            WHERE c.report_kind = 'day' AND c.report_date = %s""", (world.day,)).fetchone()
+    assert checkpoint is not None and checkpoint[0] < checkpoint[1] == world.clock.now()
+    row = world.row(key)
+    assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
