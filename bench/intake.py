@@ -21,16 +21,18 @@ import argparse
 import json
 import os
 import resource
+import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import RealClock
-from sms_pipeline.db import connection, migrate
+from sms_pipeline.db import connection
 from sms_pipeline.worker import intake
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from send_support import scratch_database  # noqa: E402
 
 BODIES = (
     "Your order has shipped and will arrive tomorrow.",
@@ -88,15 +90,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="validation processes")
     args = parser.parse_args()
 
-    settings = settings_module.load()
     load_before = os.getloadavg()[0]
-    admin = connection.server_url(settings)
-    name = f"sms_bench_intake_{uuid.uuid4().hex[:8]}"
-    connection.ensure_database(admin, name)
-    url = connection.with_database(admin, name)
-    try:
-        with connection.connect_url(url) as conn:
-            migrate.upgrade(conn)
+    with scratch_database("intake") as url:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "requests.jsonl"
             write_requests(path, args.lines)
@@ -121,9 +116,6 @@ def main() -> None:
                     timed("same file again (all already enqueued)", load)]
         with connection.connect_url(url) as conn:
             rows = conn.execute("SELECT count(*) FROM msg.outbound_message").fetchone()[0]
-    finally:
-        with connection.connect_url(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     print(f"{args.lines:,} lines ({size_mb:.1f} MB), chunks of {args.chunk_size:,}, {args.workers} validation "
           f"process(es); rows afterwards: {rows:,}")
