@@ -10,13 +10,14 @@ database per test costs one ``CREATE DATABASE ... TEMPLATE`` (tens of ms).
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
+
+from scratch_databases import scratch_database
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import VirtualClock
@@ -75,33 +76,22 @@ def template_db(pg_admin_url: str) -> str:
     return name
 
 
-def _scratch_database(admin_url: str, template: str) -> Iterator[str]:
-    name = f"sms_test_{uuid.uuid4().hex[:12]}"
-    with connection.connect_url(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    try:
-        yield connection.with_database(admin_url, name)
-    finally:
-        with connection.connect_url(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture
 def db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
     """A fresh, migrated database for one test; dropped afterwards."""
-    yield from _scratch_database(pg_admin_url, template_db)
+    yield from scratch_database(pg_admin_url, template_db)
 
 
 @pytest.fixture
 def second_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
     """Another fresh migrated database on the same server (e.g. for a reference run)."""
-    yield from _scratch_database(pg_admin_url, template_db)
+    yield from scratch_database(pg_admin_url, template_db)
 
 
 @pytest.fixture
 def blank_db(pg_admin_url: str) -> Iterator[psycopg.Connection]:
     """An empty database (no migrations), for testing the migration runner itself."""
-    for url in _scratch_database(pg_admin_url, "template0"):
+    for url in scratch_database(pg_admin_url, "template0"):
         with psycopg.connect(url, autocommit=True) as conn:
             yield conn
 

@@ -17,9 +17,9 @@ import dagster as dg
 import psycopg
 import pytest
 from dagster_dbt import DbtCliResource
+from scratch_databases import scratch_database
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.db import connection
 from sms_pipeline.marts.project import dbt_project
 from sms_pipeline.pipeline import marts_assets
 from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource
@@ -31,14 +31,7 @@ MARTS_TABLES = ("cost_daily", "delivery_latency_daily", "delivery_by_class_daily
 @pytest.fixture(scope="module")
 def marts_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
     """A migrated database shared by one test module."""
-    name = f"sms_test_marts_{uuid.uuid4().hex[:10]}"
-    with connection.connect_url(pg_admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    try:
-        yield connection.with_database(pg_admin_url, name)
-    finally:
-        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield from scratch_database(pg_admin_url, template_db, prefix="sms_test_marts")
 
 
 def settings_for(db_url: str, home: Path) -> settings_module.Settings:
