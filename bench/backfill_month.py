@@ -9,8 +9,9 @@ the matching outbound rows go into ``msg.outbound_message``. Nothing has
 been ingested or reconciled: the pipeline was down for the whole range.
 
 Timed: one ``dg.materialize`` of the daily ingest and reconciliation assets
-(``dlr/day_report``, ``dlr/transaction_reports``, ``dlr/receipts``,
-``msg/reconciliation``) over the whole range, as a backfill run of the daily
+(``dlr/day_report``, ``dlr/transaction_reports``, and ``dlr/receipts`` with
+``msg/reconciliation``, one multi-asset whose time is in the latter's
+``duration_s``) over the whole range, as a backfill run of the daily
 job does (partition range tags, one run, days in order), with the clock at
 the time of the catch-up. Reports wall time, time per day, each asset's
 share (from its per-day ``duration_s`` metadata) and peak memory growth.

@@ -12,8 +12,9 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    the baselines;
 2. the pipeline, timed per stage, through the functions the Dagster assets
    call: ``load_day_report`` (download over HTTP, verify, parse, COPY, stats),
-   ``load_receipts``, ``reconcile_stored_receipts`` (correlation, state
-   moves, orphans, proof of non-submission; each named statement timed);
+   ``reconcile_day`` (receipt events staged, correlation, state moves, the
+   events stored linked, orphans, proof of non-submission; each named
+   statement timed);
 3. the naive peer on the same file: pandas reads the first ``--naive-rows``
    rows, then one UPDATE per row of the message copy;
 4. the floor on the same file: COPY of the CSV into an unlogged table, one
@@ -57,8 +58,7 @@ from sms_pipeline.ingest import day_report as day_report_module
 from sms_pipeline.ingest.day_report import load_day_report
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.reconcile import statements
-from sms_pipeline.reconcile.receipts import load_receipts
-from sms_pipeline.reconcile.run import reconcile_stored_receipts
+from sms_pipeline.reconcile.run import reconcile_day
 from sms_pipeline.settings import Secret
 
 from day_traffic import (TZ_NAME, Traffic, TrafficDay, load_outbound_rows, local_instant, prepare_database,
@@ -199,7 +199,7 @@ def stage_of(name: str) -> str:
 
 
 def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler: RssSampler):
-    """The measured part: what the day_report, receipts and reconciliation assets run, in order."""
+    """The measured part: what the day_report asset and the receipts + reconciliation multi-asset run."""
     timed_client = TimedClient(client)
     with connection.connect_url(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
@@ -208,15 +208,12 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
             started = time.perf_counter()
             load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock)
             ingest_s = time.perf_counter() - started
-        started = time.perf_counter()
-        receipts = load_receipts(conn, day, clock)
-        receipts_s = time.perf_counter() - started
         with timed_statements() as spent:
             started = time.perf_counter()
-            result = reconcile_stored_receipts(conn, day, settings, clock)
+            result = reconcile_day(conn, day, settings, clock)
             reconcile_s = time.perf_counter() - started
         growth = sampler.peak_growth_mb()
-    rows = load.rows
+    rows, receipts = load.rows, result.receipts
     by_stage: dict[str, float] = defaultdict(float)
     for name, seconds in spent.items():
         by_stage[stage_of(name)] += seconds
@@ -226,11 +223,11 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
         Stage("ingest: download + verify (HTTP, zip CRC, row check)", timed_client.download_s, rows),
         Stage("ingest: checksum + parse + COPY into dlr.day_report_rows", copy_s, rows),
         Stage("ingest: load statistics", stats[0], rows),
-        Stage("receipts (INSERT ... SELECT into dlr.delivery_receipts)", receipts_s, receipts.source_rows,
-              f"{receipts.new_receipts:,} new events"),
+        Stage("receipts (normalise and stage; INSERT of the events, linked)", by_stage["receipts"],
+              receipts.source_rows, f"{receipts.new_receipts:,} new events"),
         Stage("correlation (3 passes, decisions, ambiguous/not-found marks)", by_stage["correlation"],
               result.correlation.tried, f"{result.correlation.matched:,} matched"),
-        Stage("state moves (confirm, UPDATE messages, link receipts)", by_stage["state moves"],
+        Stage("state moves (decide, confirm, UPDATE messages, dispositions)", by_stage["state moves"],
               result.applied.rows_updated, f"{result.applied.rows_updated:,} rows updated"),
         Stage("orphans", by_stage["orphans"], result.orphans.opened, f"{result.orphans.opened:,} opened"),
         Stage("proof of non-submission", by_stage["proof of non-submission"], result.non_submission.proved,
@@ -239,8 +236,6 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
     ]
     summary = result.summary()
     summary["ingest_duplicates"] = load.duplicates
-    summary["receipts"] = {"source_rows": receipts.source_rows, "new_receipts": receipts.new_receipts,
-                           "duplicate_rows": receipts.duplicate_rows, "unmapped_rows": receipts.unmapped_rows}
     return rows, stages, dict(spent), growth, summary
 
 

@@ -11,14 +11,21 @@ import dagster as dg
 Result = TypeVar("Result")
 
 
+Metadata = Callable[[Result], Mapping[str, Any]]
+
+
 def day_by_day(
     context: dg.AssetExecutionContext,
     work: Callable[[date], Result],
-    metadata: Callable[[Result], Mapping[str, Any]],
+    metadata: Metadata | Mapping[dg.AssetKey, Metadata],
     *,
     skippable: tuple[type[BaseException], ...] = (),
-) -> dg.MaterializeResult:
+) -> dg.MaterializeResult | tuple[dg.MaterializeResult, ...]:
     """Run ``work`` for each day of the run, in order, each committing on its own.
+
+    ``metadata`` turns a day's result into its materialisation metadata: one
+    function for a single asset, one per asset key for a multi-asset whose
+    assets the same work materialises.
 
     A day failing with one of ``skippable`` (e.g. a provider-side problem with
     that day's report) does not stop the others; anything else stops the run
@@ -26,7 +33,8 @@ def day_by_day(
     Either way the days that finished are recorded as materialised before the
     run fails, so a relaunch does not redo them.
     """
-    finished: dict[str, Mapping[str, Any]] = {}
+    per_asset = metadata if isinstance(metadata, Mapping) else {context.asset_key: metadata}
+    finished: dict[str, dict[dg.AssetKey, Mapping[str, Any]]] = {}
     failed: dict[str, str] = {}
     try:
         for key in context.partition_keys:
@@ -36,15 +44,18 @@ def day_by_day(
                 context.log.error(str(exc))
                 failed[key] = str(exc)
                 continue
-            finished[key] = metadata(result)
-            context.log.info(f"{context.asset_key.to_user_string()} {key}: {_one_line(finished[key])}")
+            finished[key] = {asset: describe(result) for asset, describe in per_asset.items()}
+            for asset, meta in finished[key].items():
+                context.log.info(f"{asset.to_user_string()} {key}: {_one_line(meta)}")
     except BaseException:
         _record(context, finished)
         raise
     if not failed:
-        for key, meta in finished.items():
-            context.add_asset_metadata(meta, partition_key=key)
-        return dg.MaterializeResult()
+        for key, metas in finished.items():
+            for asset, meta in metas.items():
+                context.add_asset_metadata(meta, asset_key=asset, partition_key=key)
+        results = tuple(dg.MaterializeResult(asset_key=asset) for asset in per_asset)
+        return results[0] if len(results) == 1 else results
     _record(context, finished)
     raise dg.Failure(
         description=f"{len(failed)} of {len(context.partition_keys)} day(s) failed: " + "; ".join(failed.values()),
@@ -52,9 +63,10 @@ def day_by_day(
     )
 
 
-def _record(context: dg.AssetExecutionContext, finished: Mapping[str, Mapping[str, Any]]) -> None:
-    for key, meta in finished.items():
-        context.log_event(dg.AssetMaterialization(asset_key=context.asset_key, partition=key, metadata=meta))
+def _record(context: dg.AssetExecutionContext, finished: Mapping[str, Mapping[dg.AssetKey, Mapping[str, Any]]]) -> None:
+    for key, metas in finished.items():
+        for asset, meta in metas.items():
+            context.log_event(dg.AssetMaterialization(asset_key=asset, partition=key, metadata=meta))
 
 
 def _one_line(meta: Mapping[str, Any]) -> str:

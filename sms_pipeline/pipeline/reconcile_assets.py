@@ -1,9 +1,9 @@
 """Dagster assets of the reconciliation (group ``reconcile``).
 
-- ``dlr/receipts`` (day partitions): the day's raw report loads as receipt
-  events (``dlr.delivery_receipts``).
-- ``msg/reconciliation`` (day partitions): correlation, forward-only state
-  moves, orphans and the proof of non-submission for day D.
+- ``dlr/receipts`` and ``msg/reconciliation`` (day partitions), materialised
+  together, one transaction per day: the day's raw report loads as receipt
+  events (``dlr.delivery_receipts``), correlation, forward-only state moves,
+  orphans and the proof of non-submission for day D.
 - ``msg/intraday_reconciliation`` (unpartitioned, hourly): the same for
   today's getDlr pull, so outcomes (OTP included) are known within the hour.
 - ``msg/upkeep`` (unpartitioned, hourly): validity expiry, the send queue's
@@ -24,8 +24,7 @@ import dagster as dg
 
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.reconcile import health
-from sms_pipeline.reconcile.receipts import ReceiptLoad, load_receipts
-from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day, reconcile_stored_receipts
+from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.upkeep import run_upkeep
 from sms_pipeline.pipeline.day_runs import day_by_day
 from sms_pipeline.pipeline.partitions import DATABASE_POOL, day_asset_options
@@ -48,48 +47,49 @@ _SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.
 def definitions(settings: Settings) -> dg.Definitions:
     day_asset = day_asset_options(settings)
 
-    @dg.asset(
-        key=RECEIPTS,
-        deps=[DAY_REPORT, TRANSACTION_REPORTS, INTRADAY_DELIVERY_REPORTS],
-        **day_asset,
+    @dg.multi_asset(
+        specs=[
+            dg.AssetSpec(
+                RECEIPTS,
+                deps=[DAY_REPORT, TRANSACTION_REPORTS, INTRADAY_DELIVERY_REPORTS],
+                kinds=day_asset["kinds"],
+                description=(
+                    "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, "
+                    "one row per (msgId, status word) in dlr.delivery_receipts, each stored once with its "
+                    "correlation and disposition. Replays are no-ops; unmapped status words are kept and counted."
+                ),
+            ),
+            dg.AssetSpec(
+                RECONCILIATION,
+                deps=[RECEIPTS],
+                kinds=day_asset["kinds"],
+                description=(
+                    "Messages of day D reconciled with the receipts: three correlation passes (msgId; "
+                    "transaction + recipient; reconstruction within the window), forward-only state moves, "
+                    "orphans opened and resolved, and the proof of non-submission once D's complete report is in."
+                ),
+            ),
+        ],
+        name="receipts_and_reconciliation",
+        partitions_def=day_asset["partitions_def"],
+        backfill_policy=day_asset["backfill_policy"],
+        pool=day_asset["pool"],
         group_name=GROUP,
-        description=(
-            "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, one "
-            "row per (msgId, status word) in dlr.delivery_receipts. Replays are no-ops; unmapped status "
-            "words are kept and counted."
-        ),
     )
-    def receipts(
+    def receipts_and_reconciliation(
         context: dg.AssetExecutionContext,
         settings: SettingsResource,
         database: DatabaseResource,
         clock: ClockResource,
-    ) -> dg.MaterializeResult:
-        app_clock = clock.clock()
-        with database.connect(autocommit=True) as conn:
-            return day_by_day(context, lambda day: load_receipts(conn, day, app_clock), receipts_metadata)
-
-    @dg.asset(
-        key=RECONCILIATION,
-        deps=[RECEIPTS],
-        **day_asset,
-        group_name=GROUP,
-        description=(
-            "Messages of day D reconciled with the receipts: three correlation passes (msgId; "
-            "transaction + recipient; reconstruction within the window), forward-only state moves, "
-            "orphans opened and resolved, and the proof of non-submission once D's complete report is in."
-        ),
-    )
-    def reconciliation(
-        context: dg.AssetExecutionContext,
-        settings: SettingsResource,
-        database: DatabaseResource,
-        clock: ClockResource,
-    ) -> dg.MaterializeResult:
+    ):
+        # One transaction per day for both assets: the day's receipt events
+        # are stored only once correlated and decided (see reconcile.run).
         cfg, app_clock = settings.get(), clock.clock()
         with database.connect(autocommit=True) as conn:
             return day_by_day(
-                context, lambda day: reconcile_stored_receipts(conn, day, cfg, app_clock), reconciliation_metadata
+                context,
+                lambda day: reconcile_day(conn, day, cfg, app_clock),
+                {RECEIPTS: receipts_metadata, RECONCILIATION: reconciliation_metadata},
             )
 
     @dg.asset(
@@ -134,7 +134,7 @@ def definitions(settings: Settings) -> dg.Definitions:
 
     checks = [_health_check(name) for name in health.READINGS]
     return dg.Definitions(
-        assets=[receipts, reconciliation, intraday_reconciliation, upkeep], asset_checks=checks
+        assets=[receipts_and_reconciliation, intraday_reconciliation, upkeep], asset_checks=checks
     )
 
 
@@ -161,7 +161,8 @@ def _health_check(name: str) -> dg.AssetChecksDefinition:
     return check
 
 
-def receipts_metadata(load: ReceiptLoad) -> dict[str, Any]:
+def receipts_metadata(result: ReconcileResult) -> dict[str, Any]:
+    load = result.receipts
     return {
         "source_rows": load.source_rows,
         "new_receipts": load.new_receipts,
@@ -170,7 +171,6 @@ def receipts_metadata(load: ReceiptLoad) -> dict[str, Any]:
         "new_unmapped_receipts": load.new_unmapped_receipts,
         "unmapped_rows": load.unmapped_rows,
         "unmapped_words": dict(load.unmapped_words),
-        "duration_s": round(load.duration_s, 3),
     }
 
 

@@ -13,6 +13,8 @@
   nothing.
 
 Runs inside the caller's transaction, reading correlate's temporary tables.
+Stored events that were waiting are linked here; the day's new events are
+inserted linked afterwards, from ``reconcile_event_dispositions``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from sms_pipeline.reconcile import statements
-from sms_pipeline.reconcile.correlate import analyze, window_ms
+from sms_pipeline.reconcile.correlate import window_ms
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,9 @@ def apply_receipts(
     conn: psycopg.Connection, *, window: timedelta, provider_timezone: ZoneInfo, now: datetime
 ) -> Applied:
     statements.run(conn, "reconcile_apply_events")
-    analyze(conn, "reconcile_events")
+    statements.analyze(conn, "reconcile_events")
     statements.run(conn, "reconcile_apply_decide")
-    analyze(conn, "reconcile_message_decisions")
+    statements.analyze(conn, "reconcile_message_decisions")
     confirmed = statements.scalar(
         conn, "reconcile_apply_confirm_submission", time_zone=provider_timezone.key, now=now
     )
@@ -53,7 +55,9 @@ def apply_receipts(
     moves = {f"{old}->{new}": n for old, new, n in changed if old != new}
     if confirmed:
         moves["unknown->submitted"] = confirmed
-    dispositions = statements.counts(conn, "reconcile_apply_receipts", now=now)
+    statements.run(conn, "reconcile_apply_dispositions")
+    statements.run(conn, "reconcile_apply_receipts", now=now)
+    dispositions = statements.counts(conn, "reconcile_apply_disposition_counts")
     return Applied(
         submissions_confirmed=confirmed,
         rows_updated=sum(n for _, _, n in changed),

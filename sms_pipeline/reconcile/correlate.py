@@ -1,7 +1,8 @@
 """The three correlation passes of design.md, set-based and three-valued.
 
-Every msgId with uncorrelated receipt events is tried on every run (new
-events, orphans, earlier ambiguous ones), in order:
+Every msgId with uncorrelated receipt events is tried on every run (the
+day's new events staged by :mod:`sms_pipeline.reconcile.receipts`, stored
+orphans, earlier ambiguous ones), in order:
 
 1. by msgId (the global registry);
 2. by transaction + recipient, for rows with a transaction id but no msgId;
@@ -15,7 +16,8 @@ with no candidate is ``not_found`` (the orphan step takes its events).
 
 :func:`correlate` must run inside the caller's transaction: it leaves the
 temporary tables (``reconcile_uncorrelated``, ``reconcile_pairs_by_*``,
-``reconcile_decisions``) that :mod:`sms_pipeline.reconcile.apply` reads.
+``reconcile_decisions``, ``reconcile_unmatched``) that
+:mod:`sms_pipeline.reconcile.apply` and the receipt insert read.
 """
 
 from __future__ import annotations
@@ -45,11 +47,6 @@ class Correlation:
         return self.by_msgid + self.by_transaction + self.by_reconstruction
 
 
-def analyze(conn: psycopg.Connection, temporary_table: str) -> None:
-    """Statistics for a temporary table (autovacuum never sees them): the next join's plan depends on them."""
-    conn.execute(f"ANALYZE {temporary_table}")
-
-
 def window_ms(window: timedelta) -> int:
     return int(window / timedelta(milliseconds=1))
 
@@ -65,18 +62,19 @@ def correlate(
 ) -> Correlation:
     """Run the passes and record ambiguous / not-found results (rows and events)."""
     statements.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key)
-    analyze(conn, "reconcile_uncorrelated")
+    statements.analyze(conn, "reconcile_uncorrelated")
     statements.run(conn, "reconcile_correlate_by_msgid")
-    analyze(conn, "reconcile_pairs_by_msgid")
+    statements.analyze(conn, "reconcile_pairs_by_msgid")
     statements.run(conn, "reconcile_correlate_by_transaction")
-    analyze(conn, "reconcile_pairs_by_transaction")
+    statements.analyze(conn, "reconcile_pairs_by_transaction")
     statements.run(conn, "reconcile_correlate_by_reconstruction", window=window)
-    analyze(conn, "reconcile_pairs_by_reconstruction")
+    statements.analyze(conn, "reconcile_pairs_by_reconstruction")
     statements.run(conn, "reconcile_correlate_decide")
-    analyze(conn, "reconcile_decisions")
+    statements.analyze(conn, "reconcile_decisions")
     tried, by_msgid, by_txn, by_reconstruction, ambiguous = statements.run(
         conn, "reconcile_correlate_summary"
     ).fetchone()
+    statements.run(conn, "reconcile_correlate_unmatched")
     statements.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
     ms = window_ms(window)
     rows_ambiguous = statements.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms, now=now)

@@ -2,21 +2,25 @@
 
 One event per (msgId, canonical status word): a replayed event (the same day
 downloaded again, a duplicated row, the same status from another source) is
-a no-op, a new status of a known msgId is a new event. Status words are
+dropped, a new status of a known msgId is a new event. Status words are
 normalised in SQL through ``dlr.status_outcomes`` / ``dlr.status_aliases``,
-the mirror of :mod:`sms_pipeline.core.statuses`; unmapped words are stored
+the mirror of :mod:`sms_pipeline.core.statuses`; unmapped words are kept
 with their raw spelling and counted.
+
+The day's new events are staged first (:func:`stage_new_receipts`, the
+temporary table ``reconcile_new_events``), correlated and decided with the
+stored ones, and only then stored, once, already linked to their message
+(:func:`store_new_receipts`). Both run inside the reconciliation's
+transaction (:func:`sms_pipeline.reconcile.run.reconcile_day`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 import psycopg
 
-from sms_pipeline.core.clock import Clock
 from sms_pipeline.reconcile import statements
 
 
@@ -31,28 +35,17 @@ class ReceiptLoad:
     unmapped_rows: int  # source rows with such a word (every source, replays included)
     unmapped_words: dict[str, int] = field(default_factory=dict)
     partitions_created: int = 0
-    duration_s: float = 0.0
 
 
-def load_receipts(conn: psycopg.Connection, day: date, clock: Clock) -> ReceiptLoad:
-    """Store the receipt events of provider day ``day``'s raw loads; commits."""
-    statements.require_no_open_transaction(conn)
-    started = time.perf_counter()
-    with conn.transaction():
-        statements.lock(conn)
-        statements.use_set_based_memory(conn)
-        created = statements.scalar(conn, "reconcile_receipts_partitions", report_date=day)
-        source_rows, unkeyed, new, new_unmapped, unmapped_rows, unmapped_words = statements.run(
-            conn, "reconcile_receipts_insert", report_date=day, now=clock.now()
-        ).fetchone()
-        if new:
-            # A day's events arrive uncorrelated: without fresh statistics the
-            # planner still believes almost every receipt is matched, and the
-            # correlation that follows picks plans for a handful of rows.
-            # Only the columns the correlation filters, groups and joins on
-            # (a third of a full ANALYZE's time: every column's statistics
-            # over a 30,000-row sample cost ~1 s per 100,000-message day).
-            conn.execute("ANALYZE dlr.delivery_receipts (provider_message_id, message_id, correlation_result)")
+def stage_new_receipts(conn: psycopg.Connection, day: date, now: datetime) -> ReceiptLoad:
+    """Stage day ``day``'s events not stored yet; what the raw loads held."""
+    statements.run(conn, "reconcile_receipts_normalise", report_date=day)
+    statements.run(conn, "reconcile_receipts_new_events", now=now)
+    statements.analyze(conn, "reconcile_new_events")
+    source_rows, unkeyed, new, new_unmapped, unmapped_rows, unmapped_words = statements.run(
+        conn, "reconcile_receipts_counts"
+    ).fetchone()
+    created = statements.scalar(conn, "reconcile_receipts_partitions")
     return ReceiptLoad(
         day=day,
         source_rows=source_rows,
@@ -63,5 +56,11 @@ def load_receipts(conn: psycopg.Connection, day: date, clock: Clock) -> ReceiptL
         unmapped_rows=unmapped_rows,
         unmapped_words=dict(sorted(unmapped_words.items())),
         partitions_created=created,
-        duration_s=time.perf_counter() - started,
     )
+
+
+def store_new_receipts(conn: psycopg.Connection, staged: ReceiptLoad, now: datetime) -> None:
+    """Insert the staged events with their correlation and disposition (after the decisions)."""
+    stored = statements.scalar(conn, "reconcile_receipts_insert", now=now)
+    if stored != staged.new_receipts:
+        raise RuntimeError(f"stored {stored} receipt events of {staged.day}, staged {staged.new_receipts}")

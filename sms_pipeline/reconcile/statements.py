@@ -37,6 +37,11 @@ def counts(conn: psycopg.Connection, name: str, **params: Any) -> dict[str, int]
     return {str(key): int(n) for key, n in run(conn, name, **params).fetchall()}
 
 
+def analyze(conn: psycopg.Connection, temporary_table: str) -> None:
+    """Statistics for a temporary table (autovacuum never sees them): the next join's plan depends on them."""
+    conn.execute(f"ANALYZE {temporary_table}")
+
+
 def lock(conn: psycopg.Connection) -> None:
     """Serialise with every other reconciliation until this transaction ends."""
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (RECONCILE_LOCK,))

@@ -1,6 +1,7 @@
--- Every provider msgId that still has uncorrelated receipt events (new
--- ones, orphans, earlier ambiguous or not-found ones: all are tried again
--- on every run), reduced to one row: correlation works per msgId, not per
+-- Every provider msgId that has uncorrelated receipt events: the day's new
+-- events (reconcile_new_events, not stored yet) and stored ones still
+-- waiting (orphans, earlier ambiguous or not-found ones: all are tried
+-- again on every run), reduced to one row: correlation works per msgId, not per
 -- event, so the ACCEPTD and the DELIVRD of one message count as one
 -- candidate. Transaction id, recipient and sender are the same on every
 -- event of one msgId.
@@ -19,8 +20,12 @@ WITH per_id AS (
            min(sender_name) AS sender_name,
            COALESCE(min(provider_submit_at) FILTER (WHERE source = 'getdlr'), min(provider_submit_at)) AS submit_at,
            bool_or(source = 'getdlr') AS exact_submit
-      FROM dlr.delivery_receipts
-     WHERE message_id IS NULL
+      FROM (SELECT provider_message_id, provider_txn_id, recipient, sender_name, provider_submit_at, source
+              FROM dlr.delivery_receipts
+             WHERE message_id IS NULL
+            UNION ALL
+            SELECT msg_id, txn_id, recipient, sender_name, provider_submit_at, source
+              FROM reconcile_new_events) AS events
      GROUP BY provider_message_id
 )
 SELECT msg_id, txn_id, recipient, sender_name, submit_at,

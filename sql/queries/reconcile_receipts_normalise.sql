@@ -1,0 +1,39 @@
+-- One provider day's raw loads (day report, by-transaction reports, getDlr
+-- pulls), one row per source row, normalised: clean ids or NULL, the status
+-- word through the dlr.status_* tables (the mirror of core.statuses; a
+-- word outside them is kept as "unmapped", never refused), units only when
+-- they are a number. source_rank orders the sources when the same event
+-- arrives from several: the day report's row is the one kept.
+-- Parameters: report_date.
+-- Creates the temporary table reconcile_source_rows (dropped at commit).
+CREATE TEMPORARY TABLE reconcile_source_rows ON COMMIT DROP AS
+WITH raw AS (
+    SELECT 'day_report' AS source, 1 AS source_rank, msg_id, transaction_id, mobile, sender_name, status, cause,
+           error_code, units, provider_submit_at, provider_done_at
+      FROM dlr.day_report_rows WHERE report_date = %(report_date)s
+    UNION ALL
+    SELECT 'txn_report', 2, msg_id, transaction_id, mobile, sender_name, status, cause, NULL,
+           NULL, provider_submit_at, provider_done_at
+      FROM dlr.txn_report_rows WHERE report_date = %(report_date)s
+    UNION ALL
+    SELECT 'getdlr', 3, msg_id, transaction_id, mobile, sender_name, status, cause, error_code,
+           NULL, provider_submit_at, provider_done_at
+      FROM dlr.getdlr_rows WHERE report_date = %(report_date)s
+)
+SELECT r.source, r.source_rank,
+       CASE WHEN msg.is_clean_provider_id(btrim(r.msg_id)) THEN btrim(r.msg_id) END AS msg_id,
+       CASE WHEN msg.is_clean_provider_id(btrim(r.transaction_id)) THEN btrim(r.transaction_id) END AS txn_id,
+       NULLIF(ltrim(btrim(r.mobile), '+'), '') AS recipient,
+       NULLIF(btrim(r.sender_name), '') AS sender_name,
+       COALESCE(r.status, '') AS raw_status,
+       COALESCE(a.status_word, w.cleaned) AS status_word,
+       COALESCE(o.outcome, 'unmapped') AS outcome,
+       NULLIF(btrim(r.cause), '') AS cause,
+       NULLIF(btrim(r.error_code), '') AS error_code,
+       CASE WHEN btrim(r.units) ~ '^[0-9]{1,4}$' THEN btrim(r.units)::smallint END AS units,
+       r.provider_submit_at,
+       r.provider_done_at
+  FROM raw r
+ CROSS JOIN LATERAL (SELECT dlr.clean_status_word(r.status) AS cleaned) w
+  LEFT JOIN dlr.status_aliases a ON a.alias = w.cleaned
+  LEFT JOIN dlr.status_outcomes o ON o.status_word = COALESCE(a.status_word, w.cleaned)
