@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sms_pipeline import settings as settings_module
+from sms_pipeline.pipeline import reconcile_assets
+
 from reconcile_world import numbers
 
 # Records every UPDATE of a receipt event (test-only): a new event must be
@@ -90,3 +93,10 @@ def test_only_an_event_that_waited_is_linked_by_an_update(world):
     assert updates == [(waiting[0][0], None)]
     assert world.conn.execute(
         "SELECT message_id FROM dlr.delivery_receipts WHERE receipt_id = %s", waiting[0]).fetchone() == (key[0],)
+
+
+def test_receipts_and_reconciliation_are_materialised_together_or_not_at_all():
+    defs = reconcile_assets.definitions(settings_module.load({}))
+    (pair,) = [a for a in defs.assets if reconcile_assets.RECEIPTS in a.keys]
+    assert pair.keys == {reconcile_assets.RECEIPTS, reconcile_assets.RECONCILIATION}
+    assert not pair.can_subset  # one transaction per day: neither asset can be materialised alone
