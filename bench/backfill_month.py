@@ -35,9 +35,9 @@ import dagster as dg
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.db import connection, migrate
-from sms_pipeline.pipeline import ingest_assets, reconcile_assets
-from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
-from sms_pipeline.pipeline.schedules import partition_range_tags
+from sms_pipeline.orchestration import ingest_assets, reconcile_assets
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.orchestration.schedules import partition_range_tags
 
 from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, prepare_database, settings_environ,
                          simulated_traffic, utc_now)

@@ -9,7 +9,7 @@ worker and reconciliation leave them; written in bulk by SQL with triggers
 off, since only the rows' presence matters here). Each gets a queue of
 pending rows through the real intake and is vacuumed and analysed, as
 autovacuum would. Then claims of ``--batch`` rows (the worker's
-``claim_queue.sql`` through ``sms_pipeline.worker.claim``, committed) run
+``claim_queue.sql`` through ``sms_pipeline.send.claim``, committed) run
 alternately on the two databases, so that load from other jobs on the
 machine falls on both alike. Reports the medians, their ratio and the main
 lines of one claim's plan (EXPLAIN ANALYZE, rolled back) on each database.
@@ -26,7 +26,7 @@ from pathlib import Path
 import psycopg
 
 from sms_pipeline.core.clock import RealClock
-from sms_pipeline.worker.claim import claim
+from sms_pipeline.send.claim import claim
 from sms_pipeline.db import queries
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

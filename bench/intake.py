@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sms_pipeline.core.clock import RealClock
 from sms_pipeline.db import connection
-from sms_pipeline.worker import intake
+from sms_pipeline import intake
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from send_support import scratch_database  # noqa: E402

@@ -45,8 +45,8 @@ from sms_pipeline.core.provider_time import day_bounds
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_project, prepare_manifest
-from sms_pipeline.pipeline.marts_assets import dbt_build_args
-from sms_pipeline.pipeline.windows import dbt_vars, marts_window
+from sms_pipeline.orchestration.marts_assets import dbt_build_args
+from sms_pipeline.orchestration.windows import dbt_vars, marts_window
 
 DATABASE = "sms_bench_marts"
 DAY = date(2026, 11, 20)  # the measured partition

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 
 from sms_pipeline.otp import codes
-from sms_pipeline.otp.send import OTP_CLAIM_LIMIT
+from sms_pipeline.send.otp import OTP_CLAIM_LIMIT
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.settings import PREFIXES, Secret

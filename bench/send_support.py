@@ -26,7 +26,7 @@ import psycopg
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import RealClock
 from sms_pipeline.db import connection, migrate
-from sms_pipeline.worker import intake, rates
+from sms_pipeline import intake, rates
 
 TENANT = "bench"
 ZONE = "Asia/Kolkata"

@@ -41,11 +41,11 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.settings import PREFIXES
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
-from sms_pipeline.worker.batching import SendBatch, plan_requests
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.claim import ClaimedMessage
-from sms_pipeline.worker.loop import Sent, Worker
-from sms_pipeline.worker.outcomes import AppliedOutcome, apply_outcome
+from sms_pipeline.send.batching import SendBatch, plan_requests
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.claim import ClaimedMessage
+from sms_pipeline.send.loop import Sent, Worker
+from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from send_support import ZONE, CpuMeter, enqueue, load_prices, machine_line, scratch_database, sms_records  # noqa: E402

@@ -12,14 +12,14 @@ import importlib
 import dagster as dg
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.pipeline.resources import build_resources
+from sms_pipeline.orchestration.resources import build_resources
 from sms_pipeline.settings import Settings
 
 PIPELINE_MODULES: tuple[str, ...] = (
-    "sms_pipeline.pipeline.ingest_assets",
-    "sms_pipeline.pipeline.reconcile_assets",
-    "sms_pipeline.pipeline.marts_assets",
-    "sms_pipeline.pipeline.schedules",
+    "sms_pipeline.orchestration.ingest_assets",
+    "sms_pipeline.orchestration.reconcile_assets",
+    "sms_pipeline.orchestration.marts_assets",
+    "sms_pipeline.orchestration.schedules",
 )
 
 

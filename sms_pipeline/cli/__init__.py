@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from sms_pipeline import logging_setup, settings
+        from sms_pipeline import logging as logging_setup, settings
 
         cfg = settings.load()
         logging_setup.configure(cfg.log_level, cfg.home, verbose=args.verbose)

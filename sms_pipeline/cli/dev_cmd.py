@@ -63,7 +63,7 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: f
 def dev(args: argparse.Namespace, settings: Settings) -> int:
     from sms_pipeline.db import connection, migrate
     from sms_pipeline.marts.project import prepare_manifest
-    from sms_pipeline.pipeline.instance import prepare_dagster_home
+    from sms_pipeline.orchestration.instance import prepare_dagster_home
 
     _require_free(args.host, args.port, "Dagster UI")
     with connection.connect(settings) as conn:

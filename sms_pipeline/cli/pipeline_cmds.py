@@ -48,8 +48,8 @@ def materialize(args: argparse.Namespace, settings: Settings) -> int:
 
     from sms_pipeline.db import connection, migrate
     from sms_pipeline.definitions import build_definitions
-    from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, day_partitions
-    from sms_pipeline.pipeline.schedules import DAILY_SELECTION, partition_range_tags
+    from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_partitions
+    from sms_pipeline.orchestration.schedules import DAILY_SELECTION, partition_range_tags
 
     first, last = args.first, args.last
     partitions = day_partitions(settings)
@@ -99,7 +99,7 @@ def _chunks(first: date, last: date, size: int) -> Iterator[tuple[date, date]]:
 def _instance(settings: Settings):
     import dagster as dg
 
-    from sms_pipeline.pipeline.instance import prepare_dagster_home
+    from sms_pipeline.orchestration.instance import prepare_dagster_home
 
     if not os.environ.get("DAGSTER_HOME"):
         os.environ["DAGSTER_HOME"] = str(prepare_dagster_home(settings))

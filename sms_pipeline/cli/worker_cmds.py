@@ -18,12 +18,13 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
-from sms_pipeline.otp.send import otp_strategies
+from sms_pipeline.send.otp import otp_strategies
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
-from sms_pipeline.worker import intake, operator, rates
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.loop import Worker, bulk_strategies, select_queues
+from sms_pipeline import intake, rates
+from sms_pipeline.ops import messages as message_tools
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.loop import Worker, bulk_strategies, select_queues
 
 # How many bad lines are printed one by one before the rest are only counted.
 _BAD_LINES_SHOWN = 50
@@ -190,7 +191,7 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
         except msisdn.InvalidRecipient:
             raise UserError("--recipient is not a valid phone number") from None
     with connection.connect_url(_database_url(settings), autocommit=True) as conn:
-        traces = operator.trace(conn, business_key=args.business_key, attempt_key=args.attempt_key,
+        traces = message_tools.trace(conn, business_key=args.business_key, attempt_key=args.attempt_key,
                                 recipient=recipient, tenant=args.tenant)
     if not traces:
         print("no message found")
@@ -203,7 +204,7 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  attempt {n}: id={a.id} attempt_key={a.attempt_key} state={a.state}"
                   + (f" reason={a.state_reason!r}" if a.state_reason else "")
                   + (f" replaces={a.replaces_id}" if a.replaces_id else ""))
-            print(f"    {a.channel}/{a.message_class} to {operator.mask_recipient(a.recipient)} from {a.sender_id}"
+            print(f"    {a.channel}/{a.message_class} to {message_tools.mask_recipient(a.recipient)} from {a.sender_id}"
                   f" segments={a.segments} {a.encoding} tries={a.attempt_count}")
             print(f"    created={_time(a.created_at)} scheduled={_time(a.scheduled_for)} "
                   f"expires={_time(a.expires_at)} claimed={_time(a.claimed_at)} "
@@ -224,7 +225,7 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
 
 def replay_message(args: argparse.Namespace, settings: Settings) -> int:
     with connection.connect_url(_database_url(settings), autocommit=True) as conn:
-        done = operator.replay(conn, args.message_id, reason=args.reason, clock=RealClock())
+        done = message_tools.replay(conn, args.message_id, reason=args.reason, clock=RealClock())
     print(f"message {done.replaced_id} superseded; new attempt id={done.message_id} "
           f"attempt_key={done.attempt_key} is pending")
     return 0

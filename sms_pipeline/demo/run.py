@@ -122,8 +122,8 @@ class _Pipeline:
         import dagster as dg
 
         from sms_pipeline.definitions import build_definitions
-        from sms_pipeline.pipeline.instance import prepare_dagster_home
-        from sms_pipeline.pipeline.schedules import DAILY_JOB
+        from sms_pipeline.orchestration.instance import prepare_dagster_home
+        from sms_pipeline.orchestration.schedules import DAILY_JOB
 
         os.environ.setdefault("DAGSTER_HOME", str(prepare_dagster_home(settings)))
         self._instance = dg.DagsterInstance.get()
@@ -143,7 +143,7 @@ class _Pipeline:
         self._run(self._daily, first, last)
 
     def _run(self, job, first: date, last: date) -> None:
-        from sms_pipeline.pipeline.schedules import partition_range_tags
+        from sms_pipeline.orchestration.schedules import partition_range_tags
 
         # dbt's console lines go to the demo's log file, not over the progress bars.
         with self._log_path.open("a", encoding="utf-8") as out, redirect_stdout(out):
@@ -165,7 +165,7 @@ class _Pipeline:
 def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoResult:
     from sms_pipeline.provider.client import ProviderClient
     from sms_pipeline.simulator.server import run_simulator
-    from sms_pipeline.worker import intake, rates
+    from sms_pipeline import intake, rates
 
     days = _demo_days(settings, options.days)
     if options.fresh:
@@ -235,9 +235,9 @@ class _Sender:
         self._settings, self._client, self._clock, self._url = settings, client, clock, url
 
     def _worker(self):
-        from sms_pipeline.otp.send import otp_strategies
-        from sms_pipeline.worker.breaker import CircuitBreaker
-        from sms_pipeline.worker.loop import Worker, bulk_strategies
+        from sms_pipeline.send.otp import otp_strategies
+        from sms_pipeline.send.breaker import CircuitBreaker
+        from sms_pipeline.send.loop import Worker, bulk_strategies
 
         s = self._settings
         strategies = {**bulk_strategies(self._client, s.provider_timezone.key), **otp_strategies(self._client, s)}

@@ -6,7 +6,7 @@
 -- (claim OTP first by calling it for 'otp' before the others).
 -- Parameters: channel, message_class, now (application clock), limit.
 -- Returns the claimed rows: exactly the columns of
--- sms_pipeline.worker.claim.ClaimedMessage, in its field order (checked there).
+-- sms_pipeline.send.claim.ClaimedMessage, in its field order (checked there).
 WITH due AS (
     SELECT id, created_at
       FROM msg.outbound_message

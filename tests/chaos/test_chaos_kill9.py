@@ -44,7 +44,8 @@ from sms_pipeline.otp import codes
 from sms_pipeline.otp.verify import VerifyResult, verify_otp
 from sms_pipeline.simulator import app as simulator_app
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
-from sms_pipeline.worker import intake, rates, upkeep
+from sms_pipeline import intake, rates
+from sms_pipeline.send import upkeep
 
 pytestmark = pytest.mark.slow
 

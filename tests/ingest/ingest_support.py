@@ -11,9 +11,9 @@ import dagster as dg
 import psycopg
 
 from sms_pipeline.core.clock import Clock
-from sms_pipeline.pipeline import ingest_assets
-from sms_pipeline.pipeline.resources import ClockResource, build_resources
-from sms_pipeline.pipeline.schedules import partition_range_tags
+from sms_pipeline.orchestration import ingest_assets
+from sms_pipeline.orchestration.resources import ClockResource, build_resources
+from sms_pipeline.orchestration.schedules import partition_range_tags
 from sms_pipeline.provider import ProviderClient, SendAccepted
 from sms_pipeline.settings import Settings
 

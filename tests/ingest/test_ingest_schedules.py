@@ -14,8 +14,8 @@ import pytest
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.definitions import build_definitions
-from sms_pipeline.pipeline.ingest_assets import DAY_REPORT, INTRADAY_DELIVERY_REPORTS, TRANSACTION_REPORTS
-from sms_pipeline.pipeline.partitions import day_partitions
+from sms_pipeline.orchestration.ingest_assets import DAY_REPORT, INTRADAY_DELIVERY_REPORTS, TRANSACTION_REPORTS
+from sms_pipeline.orchestration.partitions import day_partitions
 
 LONDON = ZoneInfo("Europe/London")
 KOLKATA = ZoneInfo("Asia/Kolkata")

@@ -21,8 +21,8 @@ from scratch_databases import scratch_database
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.marts.project import dbt_project
-from sms_pipeline.pipeline import marts_assets
-from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource
+from sms_pipeline.orchestration import marts_assets
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
 
 MARTS_TABLES = ("cost_daily", "delivery_latency_daily", "delivery_by_class_daily",
                 "reconciliation_daily", "provider_tieout_daily")

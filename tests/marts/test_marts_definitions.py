@@ -13,9 +13,9 @@ from dagster_dbt import DbtProject
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.marts.project import DBT_PROJECT_DIR, manifest_is_current, prepare_manifest
-from sms_pipeline.pipeline import marts_assets
-from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, day_partitions
-from sms_pipeline.pipeline.resources import build_resources
+from sms_pipeline.orchestration import marts_assets
+from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_partitions
+from sms_pipeline.orchestration.resources import build_resources
 
 MARTS = ["cost_daily", "delivery_latency_daily", "delivery_by_class_daily", "reconciliation_daily",
          "provider_tieout_daily"]

@@ -18,7 +18,7 @@ import pytest
 from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.segments import count_segments
-from sms_pipeline.pipeline.resources import ProviderResource
+from sms_pipeline.orchestration.resources import ProviderResource
 from sms_pipeline.provider import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.settings import Secret

@@ -13,8 +13,8 @@ from sms_pipeline.errors import UserError
 from sms_pipeline.marts.cost_report import DayTotal
 from sms_pipeline.marts.dbt_env import dbt_env_for_url
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, summarise_by_sender
-from sms_pipeline.pipeline.marts_assets import day_totals_metadata, dbt_build_args
-from sms_pipeline.pipeline.windows import dbt_vars, marts_window
+from sms_pipeline.orchestration.marts_assets import day_totals_metadata, dbt_build_args
+from sms_pipeline.orchestration.windows import dbt_vars, marts_window
 from sms_pipeline.provider.results import SummaryRow
 
 KOLKATA = ZoneInfo("Asia/Kolkata")

@@ -6,7 +6,7 @@ import pytest
 from otp_support import TEST_KEY
 from simulated_provider import client, clock, simulator  # noqa: F401 - fixtures, used by name
 
-from sms_pipeline.otp.send import OtpPolicy
+from sms_pipeline.send.otp import OtpPolicy
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ from simulated_provider import PROVIDER_ZONE, make_client  # noqa: F401 - re-exp
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.otp import codes
-from sms_pipeline.otp.send import OtpPolicy, OtpStrategy
+from sms_pipeline.send.otp import OtpPolicy, OtpStrategy
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.simulator.server import RunningSimulator
-from sms_pipeline.worker import intake, rates
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.loop import Worker, bulk_strategies
+from sms_pipeline import intake, rates
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.loop import Worker, bulk_strategies
 
 TEST_KEY = b"otp-tests-hmac-key-0123456789abcdef"
 TEMPLATE = "Your login code is $otp$. It expires in 5 minutes."

@@ -12,7 +12,7 @@ import pytest
 from sms_pipeline import settings as settings_module
 from sms_pipeline.errors import SettingsError
 from sms_pipeline.otp import codes
-from sms_pipeline.otp.send import OtpPolicy
+from sms_pipeline.send.otp import OtpPolicy
 
 
 def _settings(home: Path, **env: str) -> settings_module.Settings:

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from otp_support import enqueue, otp_request
 
-from sms_pipeline.worker import intake
-from sms_pipeline.worker.input_lines import InvalidField
+from sms_pipeline import intake
+from sms_pipeline.core.input_lines import InvalidField
 
 
 def _transactional(n: int) -> dict:

@@ -25,11 +25,11 @@ from otp_support import (
 )
 
 from sms_pipeline.otp import codes
-from sms_pipeline.otp.send import OTP_CLAIM_LIMIT, OtpSent, OtpStrategy
+from sms_pipeline.send.otp import OTP_CLAIM_LIMIT, OtpSent, OtpStrategy
 from sms_pipeline.otp.verify import VerifyResult, verify_otp
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.claim import claim
-from sms_pipeline.worker.loop import ProviderRefusedConfiguration
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.claim import claim
+from sms_pipeline.send.loop import ProviderRefusedConfiguration
 
 
 def _rows(db) -> list[dict]:
@@ -89,7 +89,7 @@ def test_otps_are_claimed_a_few_at_a_time_whatever_the_batch_size(db, db_url, cl
     price(db, "0.1500")
     enqueue(db, [otp_request(n) for n in range(1, 2 * OTP_CLAIM_LIMIT + 3)], clock)
 
-    with caplog.at_level(logging.INFO, logger="sms_pipeline.worker.loop"):
+    with caplog.at_level(logging.INFO, logger="sms_pipeline.send.loop"):
         summary = make_worker(db_url, client, clock, policy, batch_size=500).run(once=True)
 
     assert summary.submitted == 2 * OTP_CLAIM_LIMIT + 2

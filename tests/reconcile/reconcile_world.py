@@ -26,16 +26,16 @@ from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import day_bounds, local_date, localise
 from sms_pipeline.core.segments import count_segments
-from sms_pipeline.pipeline import ingest_assets, reconcile_assets
-from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
-from sms_pipeline.pipeline.schedules import partition_range_tags
+from sms_pipeline.orchestration import ingest_assets, reconcile_assets
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.orchestration.schedules import partition_range_tags
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.simulator import generation
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
-from sms_pipeline.worker import intake
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.loop import Worker, bulk_strategies
+from sms_pipeline import intake
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.loop import Worker, bulk_strategies
 
 TENANT = "tenant-a"
 SENDER = "SGCSMS"

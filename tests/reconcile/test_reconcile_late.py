@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from reconcile_world import STATE_OF_WORD, numbers
 from sms_pipeline.core.provider_time import local_date
-from sms_pipeline.pipeline.schedules import daily_days
+from sms_pipeline.orchestration.schedules import daily_days
 from sms_pipeline.simulator import generation
 
 

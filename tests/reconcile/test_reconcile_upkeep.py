@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from reconcile_world import numbers
 from sms_pipeline.core.clock import FrozenClock
-from sms_pipeline.reconcile.upkeep import RECEIPT_RETENTION, run_upkeep
+from sms_pipeline.reconcile.housekeeping import RECEIPT_RETENTION, run_upkeep
 
 
 def test_submitted_rows_past_validity_expire_and_a_later_final_is_only_recorded(world):

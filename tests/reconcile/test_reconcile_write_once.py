@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.pipeline import reconcile_assets
+from sms_pipeline.orchestration import reconcile_assets
 
 from reconcile_world import numbers
 

@@ -3,7 +3,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from sms_pipeline.pipeline.windows import dbt_vars, window_for_days
+from sms_pipeline.orchestration.windows import dbt_vars, window_for_days
 
 KOLKATA = ZoneInfo("Asia/Kolkata")
 LONDON = ZoneInfo("Europe/London")

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import psycopg
 from worker_support import enqueue, make_worker, request, states
 
-from sms_pipeline.worker import intake
-from sms_pipeline.worker.claim import claim
+from sms_pipeline import intake
+from sms_pipeline.send.claim import claim
 
 CLAIMERS = 4
 ROWS = 10_000

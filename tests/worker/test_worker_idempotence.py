@@ -9,10 +9,10 @@ from datetime import timedelta
 from worker_support import FOREIGN_NUMBER, PROVIDER_ZONE, enqueue, ledger, make_worker, price, request, rows
 
 from sms_pipeline.provider.results import SendAmbiguous
-from sms_pipeline.worker import upkeep
-from sms_pipeline.worker.batching import plan_requests
-from sms_pipeline.worker.claim import claim
-from sms_pipeline.worker.outcomes import apply_outcome
+from sms_pipeline.send import upkeep
+from sms_pipeline.send.batching import plan_requests
+from sms_pipeline.send.claim import claim
+from sms_pipeline.send.outcomes import apply_outcome
 
 SNAPSHOT = "SELECT to_jsonb(m) FROM msg.outbound_message m ORDER BY id"
 

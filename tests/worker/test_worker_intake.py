@@ -8,11 +8,11 @@ import threading
 import psycopg
 from worker_support import request
 
-from sms_pipeline.worker import intake
+from sms_pipeline import intake
 
 
 def test_a_concurrent_intake_of_the_same_events_yields_one_row_per_event(db, db_url, clock, caplog):
-    caplog.set_level(logging.INFO, logger="sms_pipeline.worker.intake")
+    caplog.set_level(logging.INFO, logger="sms_pipeline.intake.messages")
     first = [intake.new_message(request(n)) for n in range(0, 300)]
     second = [intake.new_message(request(n)) for n in range(200, 500)]
     results: dict[str, list[intake.Enqueued]] = {}

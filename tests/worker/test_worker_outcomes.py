@@ -9,9 +9,9 @@ import pytest
 from worker_support import FOREIGN_NUMBER, digits, enqueue, ledger, make_client, make_worker, request, rows, states
 
 from sms_pipeline.provider.results import SendAccepted, SendAmbiguous, SendNeverConnected, SendRefused
-from sms_pipeline.worker.breaker import BreakerState, CircuitBreaker
-from sms_pipeline.worker.loop import ProviderRefusedConfiguration
-from sms_pipeline.worker.outcomes import Action, decide
+from sms_pipeline.send.breaker import BreakerState, CircuitBreaker
+from sms_pipeline.send.loop import ProviderRefusedConfiguration
+from sms_pipeline.send.outcomes import Action, decide
 
 @pytest.mark.parametrize(("overrides", "code", "reason"), [
     ({"body": "Your order {#var#} has shipped"}, "230", "template_mismatch"),

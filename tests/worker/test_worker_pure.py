@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sms_pipeline.worker import intake, rates
-from sms_pipeline.worker.batching import plan_requests
-from sms_pipeline.worker.breaker import BreakerState, CircuitBreaker
-from sms_pipeline.worker.claim import ClaimedMessage
-from sms_pipeline.worker.input_lines import InvalidField
+from sms_pipeline import intake, rates
+from sms_pipeline.send.batching import plan_requests
+from sms_pipeline.send.breaker import BreakerState, CircuitBreaker
+from sms_pipeline.send.claim import ClaimedMessage
+from sms_pipeline.core.input_lines import InvalidField
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -24,7 +24,7 @@ from worker_support import (
     states,
 )
 
-from sms_pipeline.worker.breaker import CircuitBreaker
+from sms_pipeline.send.breaker import CircuitBreaker
 
 
 def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submitted(

@@ -12,9 +12,9 @@ from simulated_provider import PROVIDER_ZONE, make_client  # noqa: F401 - re-exp
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.simulator.server import RunningSimulator
-from sms_pipeline.worker import intake, rates
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.loop import Worker, bulk_strategies
+from sms_pipeline import intake, rates
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.loop import Worker, bulk_strategies
 
 # A valid number (phonenumbers) that the simulator refuses: it takes Indian mobiles only.
 FOREIGN_NUMBER = "+16502530000"

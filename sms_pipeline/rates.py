@@ -26,7 +26,7 @@ from psycopg import errors
 
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.errors import UserError
-from sms_pipeline.worker.input_lines import BadLine, InvalidField, member
+from sms_pipeline.core.input_lines import BadLine, InvalidField, member
 
 HEADER = ("tenant_id", "channel", "message_class", "unit_price", "currency", "valid_from", "valid_to")
 # NUMERIC(12,4): up to 8 integer digits and 4 decimals, written plainly.

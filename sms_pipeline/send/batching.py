@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sms_pipeline.worker.claim import ClaimedMessage
+from sms_pipeline.send.claim import ClaimedMessage
 
 MSG_TYPES = {"GSM7": "text", "UCS2": "unicode"}
 

@@ -1,7 +1,7 @@
 """Hourly upkeep: time-driven state moves, partitions ahead, retention.
 
 - the send queue's own upkeep (stale claims -> ``unknown``, overdue pending
-  -> ``expired``: :mod:`sms_pipeline.worker.upkeep`);
+  -> ``expired``: :mod:`sms_pipeline.send.upkeep`);
 - ``submitted`` rows past validity with no final receipt -> ``expired``;
 - monthly partitions created ahead for messages and receipts;
 - retention per seed 003: receipt partitions older than 90 days dropped,
@@ -23,7 +23,7 @@ import psycopg
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.reconcile import statements
 from sms_pipeline.settings import Settings
-from sms_pipeline.worker import upkeep as send_queue_upkeep
+from sms_pipeline.send import upkeep as send_queue_upkeep
 
 RECEIPT_RETENTION = timedelta(days=90)  # seed 003; also the provider's own report horizon
 RESOLVED_ORPHAN_RETENTION = timedelta(days=30)  # seed 003; unresolved orphans are kept

@@ -31,8 +31,8 @@ from sms_pipeline.core import keys, msisdn, otp, segments
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.states import Channel, MessageClass
-from sms_pipeline.otp import requests as otp_requests
-from sms_pipeline.worker.input_lines import BadLine, InvalidField, member
+from sms_pipeline.intake import otp_requests
+from sms_pipeline.core.input_lines import BadLine, InvalidField, member
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class NewMessage:
     encoding: str
     segments: int
     business_key: str
-    # OTP only: what the code will authorise and the session that asked (sms_pipeline.otp.requests).
+    # OTP only: what the code will authorise and the session that asked (sms_pipeline.intake.otp_requests).
     otp_purpose: str | None = None
     otp_session_binding: str | None = None
 

@@ -31,10 +31,10 @@ from sms_pipeline.marts import cost_report
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_project, prepare_manifest
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
-from sms_pipeline.pipeline.day_runs import day_by_day
-from sms_pipeline.pipeline.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
-from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource
-from sms_pipeline.pipeline.windows import dbt_vars, marts_window
+from sms_pipeline.orchestration.day_runs import day_by_day
+from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
+from sms_pipeline.orchestration.windows import dbt_vars, marts_window
 from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
 

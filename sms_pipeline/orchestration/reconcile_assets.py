@@ -25,11 +25,11 @@ import dagster as dg
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.reconcile import health
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
-from sms_pipeline.reconcile.upkeep import run_upkeep
-from sms_pipeline.pipeline.day_runs import day_by_day
-from sms_pipeline.pipeline.partitions import DATABASE_POOL, day_asset_options
-from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, SettingsResource
-from sms_pipeline.pipeline.schedules import HOURLY_TAGS
+from sms_pipeline.reconcile.housekeeping import run_upkeep
+from sms_pipeline.orchestration.day_runs import day_by_day
+from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, SettingsResource
+from sms_pipeline.orchestration.schedules import HOURLY_TAGS
 from sms_pipeline.settings import Settings
 
 GROUP = "reconcile"

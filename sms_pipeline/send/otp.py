@@ -12,7 +12,7 @@
   ``submitted`` or ``unknown``, the ``msg.otp_verification`` row. The stored
   ``provider_txn_id`` stays NULL.
 - **Refusals**: a 429 or any other refusal makes the row ``rejected`` (a late
-  code is useless; see :func:`sms_pipeline.worker.outcomes.decide`); no
+  code is useless; see :func:`sms_pipeline.send.outcomes.decide`); no
   verification row, since no code went out.
 - **Ambiguous answers** (time-out, reset, 5xx, junk): the row becomes
   ``unknown`` *and* the verification row is written. The code may well have
@@ -39,10 +39,10 @@ from sms_pipeline.otp import codes
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.settings import Settings
-from sms_pipeline.worker.batching import SendBatch, plan_requests
-from sms_pipeline.worker.claim import ClaimedMessage
-from sms_pipeline.worker.loop import QueueKey, Sent, SendStrategy
-from sms_pipeline.worker.outcomes import AppliedOutcome, apply_outcome
+from sms_pipeline.send.batching import SendBatch, plan_requests
+from sms_pipeline.send.claim import ClaimedMessage
+from sms_pipeline.send.loop import QueueKey, Sent, SendStrategy
+from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from sms_pipeline.provider.results import (
     SendOutcome,
     SendRefused,
 )
-from sms_pipeline.worker.batching import SendBatch
+from sms_pipeline.send.batching import SendBatch
 
 log = logging.getLogger(__name__)
 

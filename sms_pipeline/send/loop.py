@@ -33,11 +33,11 @@ from sms_pipeline.core.states import MessageClass
 from sms_pipeline.errors import UserError
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendOutcome, SendRefused
-from sms_pipeline.worker import upkeep
-from sms_pipeline.worker.batching import SendBatch, plan_requests
-from sms_pipeline.worker.breaker import CircuitBreaker
-from sms_pipeline.worker.claim import ClaimedMessage, claim
-from sms_pipeline.worker.outcomes import AppliedOutcome, apply_outcome, release_unsent
+from sms_pipeline.send import upkeep
+from sms_pipeline.send.batching import SendBatch, plan_requests
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.claim import ClaimedMessage, claim
+from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome, release_unsent
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.states import REPLAYABLE, MessageClass, MessageState
 from sms_pipeline.errors import UserError
-from sms_pipeline.worker.intake import ensure_partition_for
+from sms_pipeline.intake.messages import ensure_partition_for
 
 
 class ReplayRefused(UserError):

@@ -18,7 +18,7 @@ import psycopg
 
 from sms_pipeline.core.states import MessageClass
 from sms_pipeline.db import queries
-from sms_pipeline.worker.input_lines import InvalidField
+from sms_pipeline.core.input_lines import InvalidField
 
 FIELDS = ("purpose", "session_binding")
 MAX_PURPOSE_LENGTH = 64
@@ -55,7 +55,7 @@ def request_fields(record: Mapping[str, object], message_class: MessageClass) ->
 
 
 class OtpIntake(Protocol):
-    """The OTP fields a :class:`~sms_pipeline.worker.intake.NewMessage` carries."""
+    """The OTP fields a :class:`~sms_pipeline.intake.messages.NewMessage` carries."""
 
     otp_purpose: str | None
     otp_session_binding: str | None

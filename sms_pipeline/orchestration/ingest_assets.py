@@ -26,10 +26,10 @@ from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
 from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_reports
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
-from sms_pipeline.pipeline.day_runs import day_by_day
-from sms_pipeline.pipeline.partitions import DATABASE_POOL, day_asset_options
-from sms_pipeline.pipeline.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
-from sms_pipeline.pipeline.schedules import HOURLY_TAGS
+from sms_pipeline.orchestration.day_runs import day_by_day
+from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.orchestration.schedules import HOURLY_TAGS
 from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
 
