@@ -36,7 +36,7 @@ import dagster as dg
 from sms_pipeline import settings as settings_module
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.orchestration import ingest_assets, reconcile_assets
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.orchestration.resources import ClockResource, build_resources
 from sms_pipeline.orchestration.schedules import partition_range_tags
 
 from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, prepare_database, settings_environ,
@@ -70,8 +70,8 @@ def main() -> None:
         setup_started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="bench-backfill-") as tmp, \
                 simulated_traffic(days, catch_up_at, Path(tmp)) as traffic:
-            os.environ.update(settings_environ(url, traffic.base_url, first - timedelta(days=1)))
-            settings = settings_module.load()
+            settings = settings_module.load({**os.environ, **settings_environ(url, traffic.base_url,
+                                                                              first - timedelta(days=1))})
             with connection.connect_url(url, autocommit=True) as conn:
                 outbound = load_outbound_rows(conn, traffic)
                 conn.execute("VACUUM ANALYZE msg.outbound_message")
@@ -79,12 +79,9 @@ def main() -> None:
             setup_s = time.perf_counter() - setup_started
             defs = dg.Definitions.merge(ingest_assets.definitions(settings), reconcile_assets.definitions(settings))
             assets = [a for a in defs.assets if any(k.to_user_string() in DAILY_ASSETS for k in a.keys)]
-            resources = {
-                "settings": SettingsResource(),
-                "database": DatabaseResource(url=url),
+            resources = {  # the project's resources; secrets inline (the settings are not os.environ)
+                **build_resources(settings, secrets_by_name=False),
                 "clock": ClockResource(frozen_at=catch_up_at.isoformat()),
-                "provider": ProviderResource(base_url=traffic.base_url, userid="demo", password="demo",
-                                             timezone=TZ_NAME),
             }
             sampler.reset_peak()
             started = time.perf_counter()

@@ -27,12 +27,13 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import psycopg
+from pydantic import SecretStr
 
 from sms_pipeline.otp import codes
 from sms_pipeline.send.otp import OTP_CLAIM_LIMIT
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
-from sms_pipeline.settings import PREFIXES, Secret
+from sms_pipeline.settings import PREFIXES
 from sms_pipeline.simulator.server import run_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,7 +84,7 @@ def end_to_end(url: str, otps: int, senders: int, home: Path) -> str:
 
 def client_alone(otps: int, senders: int) -> str:
     with run_simulator(seed=3, timezone=ZONE) as sim, ProviderClient(
-            sim.base_url, "demo", Secret("demo"), None, ZoneInfo(ZONE)) as client:
+            sim.base_url, "demo", SecretStr("demo"), None, ZoneInfo(ZONE)) as client:
         def one(n: int) -> None:
             outcome = client.otp_generate(number(n), TEMPLATE, "OTPSMS", codes.new_code(6, "num"))
             assert isinstance(outcome, SendAccepted), outcome

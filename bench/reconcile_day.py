@@ -49,17 +49,16 @@ from zoneinfo import ZoneInfo
 import pandas
 import psutil
 import psycopg
+from pydantic import SecretStr
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.core.statuses import normalise_status
-from sms_pipeline.db import connection, migrate
+from sms_pipeline.db import connection, migrate, queries
 from sms_pipeline.ingest import day_report as day_report_module
 from sms_pipeline.ingest.day_report import load_day_report
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.reconcile import statements
 from sms_pipeline.reconcile.run import reconcile_day
-from sms_pipeline.settings import Secret
 
 from day_traffic import (TZ_NAME, Traffic, TrafficDay, load_outbound_rows, local_instant, prepare_database,
                          settings_environ, simulated_traffic, utc_now)
@@ -141,22 +140,22 @@ class ScaleResult:
 
 @contextmanager
 def timed_statements() -> Iterator[dict[str, float]]:
-    """Seconds per named statement of ``statements.run`` while the block runs (the code itself unchanged)."""
+    """Seconds per named statement of ``queries.run`` while the block runs (the code itself unchanged)."""
     spent: dict[str, float] = defaultdict(float)
-    original = statements.run
+    original = queries.run
 
-    def run(conn: psycopg.Connection, name: str, **params: Any) -> psycopg.Cursor:
+    def run(target: Any, name: str, /, **kwargs: Any) -> psycopg.Cursor:
         started = time.perf_counter()
         try:
-            return original(conn, name, **params)
+            return original(target, name, **kwargs)
         finally:
             spent[name] += time.perf_counter() - started
 
-    statements.run = run
+    queries.run = run
     try:
         yield spent
     finally:
-        statements.run = original
+        queries.run = original
 
 
 class TimedClient:
@@ -210,7 +209,11 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
             ingest_s = time.perf_counter() - started
         with timed_statements() as spent:
             started = time.perf_counter()
-            result = reconcile_day(conn, day, settings, clock)
+            result = reconcile_day(
+                conn, day, clock, provider_timezone=settings.provider_timezone,
+                correlation_window_s=settings.correlation_window_s,
+                non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
+            )
             reconcile_s = time.perf_counter() - started
         growth = sampler.peak_growth_mb()
     rows, receipts = load.rows, result.receipts
@@ -342,7 +345,7 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
                 conn.execute("VACUUM ANALYZE msg.outbound_message")
                 prepare_baseline_tables(conn)
             setup_s = time.perf_counter() - setup_started
-            client = ProviderClient(traffic.base_url, "demo", Secret("demo"), None, settings.provider_timezone,
+            client = ProviderClient(traffic.base_url, "demo", SecretStr("demo"), None, settings.provider_timezone,
                                     read_timeout=600, requests_per_s=1000)
             with client:
                 rows, stages, spent, growth, summary = run_pipeline(

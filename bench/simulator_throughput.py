@@ -26,10 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, time as clock_time, timedelta
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import localise
 from sms_pipeline.provider import ProviderClient, SendAccepted
-from sms_pipeline.settings import Secret
 from sms_pipeline.simulator import faults, run_simulator
 from sms_pipeline.simulator.dayzip import write_day_zip
 from sms_pipeline.simulator.reports import day_report_chunks
@@ -78,7 +79,7 @@ def main() -> int:
     with run_simulator(clock=VirtualClock(datetime.now(UTC) - timedelta(days=4)), seed=1, timezone=tz_name) as sim:
         tz = sim.state.timezone
         day = (datetime.now(tz) - timedelta(days=3)).date()
-        client = ProviderClient(sim.base_url, "demo", Secret("demo"), None, tz, read_timeout=120,
+        client = ProviderClient(sim.base_url, "demo", SecretStr("demo"), None, tz, read_timeout=120,
                                 requests_per_s=1000)
         offset = 0
         for threads in args.threads:

@@ -25,6 +25,7 @@ import psycopg
 from psycopg import errors
 
 from sms_pipeline.core.states import Channel, MessageClass
+from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
 from sms_pipeline.core.input_lines import BadLine, InvalidField, member
 
@@ -123,53 +124,19 @@ def parse_rate_card(lines: Iterable[str]) -> tuple[list[Rate], list[BadLine]]:
     return rates, bad
 
 
-_CREATE_STAGING = """
-CREATE TEMPORARY TABLE worker_rate_staging (
-    tenant_id       text            NOT NULL,
-    channel         msg.message_channel NOT NULL,
-    message_class   text            NOT NULL,
-    unit_price      numeric(12,4)   NOT NULL,
-    currency        char(3)         NOT NULL,
-    valid_from      date            NOT NULL,
-    valid_to        date
-) ON COMMIT DROP
-"""
-
-# Updates first: a shortened period must be in place before the row that
-# continues it is inserted, or the two would overlap.
-_UPDATE_CHANGED = """
-UPDATE msg.rate_card r
-   SET unit_price = s.unit_price, currency = s.currency, valid_to = s.valid_to
-  FROM worker_rate_staging s
- WHERE r.tenant_id = s.tenant_id AND r.channel = s.channel
-   AND r.message_class = s.message_class AND r.valid_from = s.valid_from
-   AND (r.unit_price, r.currency, r.valid_to) IS DISTINCT FROM (s.unit_price, s.currency, s.valid_to)
-"""
-
-_INSERT_NEW = """
-INSERT INTO msg.rate_card (tenant_id, channel, message_class, unit_price, currency, valid_from, valid_to)
-SELECT s.tenant_id, s.channel, s.message_class, s.unit_price, s.currency, s.valid_from, s.valid_to
-  FROM worker_rate_staging s
- WHERE NOT EXISTS (SELECT 1 FROM msg.rate_card r
-                    WHERE r.tenant_id = s.tenant_id AND r.channel = s.channel
-                      AND r.message_class = s.message_class AND r.valid_from = s.valid_from)
- ORDER BY s.tenant_id, s.channel, s.message_class, s.valid_from
-"""
-
-
 def load_rates(conn: psycopg.Connection, rates: Sequence[Rate]) -> RateLoad:
     """Upsert ``rates`` in one transaction; an overlap refuses the whole load."""
     with conn.transaction():
-        conn.execute(_CREATE_STAGING)
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO worker_rate_staging VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [(r.tenant_id, r.channel.value, r.message_class.value, r.unit_price, r.currency,
-                  r.valid_from, r.valid_to) for r in rates],
-            )
+        queries.run(conn, "rates_stage_create")
+        queries.run_many(conn, "rates_stage_insert", [
+            {"tenant_id": r.tenant_id, "channel": r.channel.value, "message_class": r.message_class.value,
+             "unit_price": r.unit_price, "currency": r.currency, "valid_from": r.valid_from,
+             "valid_to": r.valid_to} for r in rates])
         try:
-            updated = conn.execute(_UPDATE_CHANGED).rowcount
-            inserted = conn.execute(_INSERT_NEW).rowcount
+            # Updates first: a shortened period must be in place before the
+            # row that continues it is inserted, or the two would overlap.
+            updated = queries.run(conn, "rates_update_changed").rowcount
+            inserted = queries.run(conn, "rates_insert_new").rowcount
         except errors.ExclusionViolation as exc:
             raise RateCardRefused(f"rate card refused, nothing loaded: {exc.diag.message_primary}") from None
     return RateLoad(inserted=inserted, updated=updated, unchanged=len(rates) - inserted - updated)

@@ -1,70 +1,58 @@
 """One settings object, read from the environment and validated at start.
 
-Every variable is declared once in ``_FIELDS``; an ``SMS_PIPELINE_*`` or
-``SMS_PROVIDER_*`` variable that is not declared there is refused, because a
-typo in a setting otherwise silently falls back to a default.
+``Settings`` is a frozen pydantic-settings model: each field names its one
+environment variable (``validation_alias``), its default and its meaning
+(``description``, shown by ``sms-pipeline settings`` and the README). An
+``SMS_PIPELINE_*`` or ``SMS_PROVIDER_*`` variable that is no field's is
+refused, because a typo in a setting otherwise silently falls back to a
+default. :func:`load` is the one way in; a modified copy is
+``settings.model_copy(update={...})``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sms_pipeline.errors import SettingsError
 
 PREFIXES = ("SMS_PIPELINE_", "SMS_PROVIDER_")
 
 
-class Secret:
-    """A string that never shows itself in reprs, logs or exception text."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
-def _positive_int(raw: str) -> int:
-    value = int(raw)
+def _positive(value: int) -> int:
     if value <= 0:
         raise ValueError("must be a positive integer")
     return value
 
 
-def _non_negative_int(raw: str) -> int:
-    value = int(raw)
+def _non_negative(value: int) -> int:
     if value < 0:
         raise ValueError("must be zero or more")
     return value
 
 
-def _positive_float(raw: str) -> float:
-    value = float(raw)
-    if not value > 0:
+def _positive_number(value: float) -> float:
+    if not value > 0:  # NaN too
         raise ValueError("must be a positive number")
     return value
 
 
-def _zone(raw: str) -> ZoneInfo:
+def _iso_date(raw: Any) -> Any:
+    return date.fromisoformat(raw) if isinstance(raw, str) else raw
+
+
+def _zone(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
     try:
         return ZoneInfo(raw)
     except (ZoneInfoNotFoundError, ValueError) as exc:
@@ -102,138 +90,155 @@ def _otp_code_type(raw: str) -> str:
     return raw
 
 
-@dataclass(frozen=True)
-class Settings:
-    home: Path
-    database_url: str | None
-    dagster_database: str
-    test_database_url: str | None
-    log_level: str
-    partition_start: date
-    correlation_window_s: int
-    claim_lease_s: int
-    validity_h: int
-    lookback_days: int
-    non_submission_grace_h: int
-    batch_size: int
-    circuit_breaker_failures: int
-    circuit_breaker_cooldown_s: float
-    otp_hmac_key: Secret | None
-    otp_code_length: int
-    otp_code_type: str
-    otp_expiry_s: int
-    otp_max_attempts: int
-    report_concurrency: int
-    report_max_retries: int
-    report_requests_per_s: float
-    provider_base_url: str
-    provider_userid: str
-    provider_password: Secret | None
-    provider_api_key: Secret | None
-    provider_timezone: ZoneInfo
-    provider_connect_timeout_s: float
-    provider_read_timeout_s: float
+PositiveInt = Annotated[int, AfterValidator(_positive)]
+NonNegativeInt = Annotated[int, AfterValidator(_non_negative)]
+PositiveFloat = Annotated[float, AfterValidator(_positive_number)]
+IsoDate = Annotated[date, BeforeValidator(_iso_date)]
+Zone = Annotated[ZoneInfo, BeforeValidator(_zone)]
+PostgresUrl = Annotated[str, AfterValidator(_postgres_url)]
+
+
+def _setting(variable: str, default: Any, meaning: str) -> Any:
+    """A field read from ``variable`` (exactly that name) with its default and help text."""
+    return Field(default, validation_alias=variable, description=meaning)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        case_sensitive=True,  # the exact names below, as before
+        env_ignore_empty=True,  # an empty variable means "use the default"
+        arbitrary_types_allowed=True,  # ZoneInfo on pydantic versions without built-in support
+    )
+
+    home: Annotated[Path, AfterValidator(Path.expanduser)] = _setting(
+        "SMS_PIPELINE_HOME", Path(".sms-pipeline"),
+        "folder for the embedded Postgres, Dagster's home and local state")
+    database_url: PostgresUrl | None = _setting(
+        "SMS_PIPELINE_DATABASE_URL", None, "external Postgres; unset = embedded server in SMS_PIPELINE_HOME")
+    dagster_database: Annotated[str, AfterValidator(_database_name)] = _setting(
+        "SMS_PIPELINE_DAGSTER_DATABASE", "dagster",
+        "database (on the same server) for Dagster's runs, events and schedules")
+    test_database_url: PostgresUrl | None = _setting(
+        "SMS_PIPELINE_TEST_DATABASE_URL", None, "server the test suite clones its databases on; unset = embedded")
+    log_level: Annotated[str, AfterValidator(_log_level)] = _setting("SMS_PIPELINE_LOG_LEVEL", "INFO", "log level")
+    partition_start: IsoDate = _setting(
+        "SMS_PIPELINE_PARTITION_START", date(2026, 1, 1), "first day partition (fixed so partitions stay stable)")
+    correlation_window_s: PositiveInt = _setting(
+        "SMS_PIPELINE_CORRELATION_WINDOW_S", 90, "± seconds for correlation by reconstruction")
+    claim_lease_s: PositiveInt = _setting(
+        "SMS_PIPELINE_CLAIM_LEASE_S", 300, "seconds before a claimed row becomes unknown")
+    validity_h: PositiveInt = _setting(
+        "SMS_PIPELINE_VALIDITY_H", 96, "hours after submission before a receipt-less message expires")
+    lookback_days: NonNegativeInt = _setting(
+        "SMS_PIPELINE_LOOKBACK_DAYS", 5, "days re-run by the daily schedule to catch late receipts")
+    non_submission_grace_h: NonNegativeInt = _setting(
+        "SMS_PIPELINE_NON_SUBMISSION_GRACE_H", 24,
+        "hours after a provider day closes before absence proves non-submission")
+    batch_size: PositiveInt = _setting("SMS_PIPELINE_BATCH_SIZE", 500, "recipients per send request")
+    circuit_breaker_failures: PositiveInt = _setting(
+        "SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES", 5, "consecutive failed sends that stop claiming for a while")
+    circuit_breaker_cooldown_s: PositiveFloat = _setting(
+        "SMS_PIPELINE_CIRCUIT_BREAKER_COOLDOWN_S", 30.0, "seconds the worker stops claiming after the breaker trips")
+    otp_hmac_key: SecretStr | None = _setting(
+        "SMS_PIPELINE_OTP_HMAC_KEY", None,
+        "key for the HMAC of OTP codes; unset = a random key kept in SMS_PIPELINE_HOME")
+    otp_code_length: PositiveInt = _setting("SMS_PIPELINE_OTP_CODE_LENGTH", 6, "OTP code length")
+    otp_code_type: Annotated[str, AfterValidator(_otp_code_type)] = _setting(
+        "SMS_PIPELINE_OTP_CODE_TYPE", "num", "num, alpha or alphanum")
+    otp_expiry_s: PositiveInt = _setting("SMS_PIPELINE_OTP_EXPIRY_S", 300, "seconds an OTP code is valid")
+    otp_max_attempts: PositiveInt = _setting(
+        "SMS_PIPELINE_OTP_MAX_ATTEMPTS", 5, "wrong guesses before a code is locked")
+    report_concurrency: PositiveInt = _setting("SMS_PIPELINE_REPORT_CONCURRENCY", 4, "concurrent report requests")
+    report_max_retries: NonNegativeInt = _setting(
+        "SMS_PIPELINE_REPORT_MAX_RETRIES", 5, "retries of a report call on 429, 5xx or time-out")
+    report_requests_per_s: PositiveFloat = _setting(
+        "SMS_PIPELINE_REPORT_REQUESTS_PER_S", 10.0, "pace of report requests")
+    provider_base_url: Annotated[str, AfterValidator(_http_url)] = _setting(
+        "SMS_PROVIDER_BASE_URL", "https://unify.smsgateway.center/SMSApi", "provider API base URL")
+    provider_userid: str = _setting("SMS_PROVIDER_USERID", "demo", "provider account user id")
+    provider_password: SecretStr | None = _setting("SMS_PROVIDER_PASSWORD", None, "provider password")
+    provider_api_key: SecretStr | None = _setting(
+        "SMS_PROVIDER_API_KEY", None, "provider API key (sent as a header)")
+    provider_timezone: Zone = _setting(
+        "SMS_PROVIDER_TIMEZONE", ZoneInfo("Asia/Kolkata"), "provider's wall-clock zone for report dates and times")
+    provider_connect_timeout_s: PositiveFloat = _setting("SMS_PROVIDER_CONNECT_TIMEOUT_S", 5.0, "connect time-out")
+    provider_read_timeout_s: PositiveFloat = _setting("SMS_PROVIDER_READ_TIMEOUT_S", 30.0, "read time-out")
 
     @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment only (the one ``load`` was given): no .env file, no secrets folder.
+        return init_settings, _Environment(settings_cls)
 
-@dataclass(frozen=True)
-class _Field:
-    env: str
-    attr: str
-    parse: Callable[[str], Any]
-    default: str | None
-    help: str
+
+_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("sms_pipeline_settings_environ", default=None)
 
 
-_FIELDS: tuple[_Field, ...] = (
-    _Field("SMS_PIPELINE_HOME", "home", lambda s: Path(s).expanduser(), ".sms-pipeline",
-           "folder for the embedded Postgres, Dagster's home and local state"),
-    _Field("SMS_PIPELINE_DATABASE_URL", "database_url", _postgres_url, None,
-           "external Postgres; unset = embedded server in SMS_PIPELINE_HOME"),
-    _Field("SMS_PIPELINE_DAGSTER_DATABASE", "dagster_database", _database_name, "dagster",
-           "database (on the same server) for Dagster's runs, events and schedules"),
-    _Field("SMS_PIPELINE_TEST_DATABASE_URL", "test_database_url", _postgres_url, None,
-           "server the test suite clones its databases on; unset = embedded"),
-    _Field("SMS_PIPELINE_LOG_LEVEL", "log_level", _log_level, "INFO", "log level"),
-    _Field("SMS_PIPELINE_PARTITION_START", "partition_start", date.fromisoformat, "2026-01-01",
-           "first day partition (fixed so partitions stay stable)"),
-    _Field("SMS_PIPELINE_CORRELATION_WINDOW_S", "correlation_window_s", _positive_int, "90",
-           "± seconds for correlation by reconstruction"),
-    _Field("SMS_PIPELINE_CLAIM_LEASE_S", "claim_lease_s", _positive_int, "300",
-           "seconds before a claimed row becomes unknown"),
-    _Field("SMS_PIPELINE_VALIDITY_H", "validity_h", _positive_int, "96",
-           "hours after submission before a receipt-less message expires"),
-    _Field("SMS_PIPELINE_LOOKBACK_DAYS", "lookback_days", _non_negative_int, "5",
-           "days re-run by the daily schedule to catch late receipts"),
-    _Field("SMS_PIPELINE_NON_SUBMISSION_GRACE_H", "non_submission_grace_h", _non_negative_int, "24",
-           "hours after a provider day closes before absence proves non-submission"),
-    _Field("SMS_PIPELINE_BATCH_SIZE", "batch_size", _positive_int, "500",
-           "recipients per send request"),
-    _Field("SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES", "circuit_breaker_failures", _positive_int, "5",
-           "consecutive failed sends that stop claiming for a while"),
-    _Field("SMS_PIPELINE_CIRCUIT_BREAKER_COOLDOWN_S", "circuit_breaker_cooldown_s", _positive_float, "30",
-           "seconds the worker stops claiming after the breaker trips"),
-    _Field("SMS_PIPELINE_OTP_HMAC_KEY", "otp_hmac_key", Secret, None,
-           "key for the HMAC of OTP codes; unset = a random key kept in SMS_PIPELINE_HOME"),
-    _Field("SMS_PIPELINE_OTP_CODE_LENGTH", "otp_code_length", _positive_int, "6", "OTP code length"),
-    _Field("SMS_PIPELINE_OTP_CODE_TYPE", "otp_code_type", _otp_code_type, "num", "num, alpha or alphanum"),
-    _Field("SMS_PIPELINE_OTP_EXPIRY_S", "otp_expiry_s", _positive_int, "300", "seconds an OTP code is valid"),
-    _Field("SMS_PIPELINE_OTP_MAX_ATTEMPTS", "otp_max_attempts", _positive_int, "5",
-           "wrong guesses before a code is locked"),
-    _Field("SMS_PIPELINE_REPORT_CONCURRENCY", "report_concurrency", _positive_int, "4",
-           "concurrent report requests"),
-    _Field("SMS_PIPELINE_REPORT_MAX_RETRIES", "report_max_retries", _non_negative_int, "5",
-           "retries of a report call on 429, 5xx or time-out"),
-    _Field("SMS_PIPELINE_REPORT_REQUESTS_PER_S", "report_requests_per_s", _positive_float, "10",
-           "pace of report requests"),
-    _Field("SMS_PROVIDER_BASE_URL", "provider_base_url", _http_url, "https://unify.smsgateway.center/SMSApi",
-           "provider API base URL"),
-    _Field("SMS_PROVIDER_USERID", "provider_userid", str, "demo", "provider account user id"),
-    _Field("SMS_PROVIDER_PASSWORD", "provider_password", Secret, None, "provider password"),
-    _Field("SMS_PROVIDER_API_KEY", "provider_api_key", Secret, None, "provider API key (sent as a header)"),
-    _Field("SMS_PROVIDER_TIMEZONE", "provider_timezone", _zone, "Asia/Kolkata",
-           "provider's wall-clock zone for report dates and times"),
-    _Field("SMS_PROVIDER_CONNECT_TIMEOUT_S", "provider_connect_timeout_s", _positive_float, "5",
-           "connect time-out"),
-    _Field("SMS_PROVIDER_READ_TIMEOUT_S", "provider_read_timeout_s", _positive_float, "30", "read time-out"),
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' environment source over the mapping :func:`load` reads (``os.environ`` by default)."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        environ = _ENVIRON.get()
+        env = os.environ if environ is None else environ
+        return {name: value.strip() for name, value in env.items() if value != ""}
+
+
+@contextmanager
+def _reading(environ: Mapping[str, str]) -> Iterator[None]:
+    token = _ENVIRON.set(environ)
+    try:
+        yield
+    finally:
+        _ENVIRON.reset(token)
+
+
+# Every declared variable, and those whose values are never shown.
+VARIABLES = frozenset(str(f.validation_alias) for f in Settings.model_fields.values())
+SECRET_VARIABLES = frozenset(
+    str(f.validation_alias) for f in Settings.model_fields.values() if SecretStr in get_args(f.annotation)
 )
 
-assert {f.attr for f in _FIELDS} == {f.name for f in fields(Settings)}, "settings table out of step"
+
+def _shown(default: Any) -> str | None:
+    if default is None:
+        return None
+    if isinstance(default, float):
+        return f"{default:g}"
+    if isinstance(default, date):
+        return default.isoformat()
+    return str(default)
 
 
 def describe() -> list[tuple[str, str | None, str]]:
-    """(variable, default, meaning) for every setting, for the README and `--help`."""
-    return [(f.env, f.default, f.help) for f in _FIELDS]
+    """(variable, default, meaning) for every setting, for the README and `sms-pipeline settings`."""
+    return [(str(f.validation_alias), _shown(f.default), f.description or "") for f in Settings.model_fields.values()]
 
 
 def load(environ: Mapping[str, str] | None = None) -> Settings:
     """Read and validate settings; raise ``SettingsError`` naming the first bad variable."""
     env = os.environ if environ is None else environ
-    known = {f.env for f in _FIELDS}
-    unknown = sorted(k for k in env if k.startswith(PREFIXES) and k not in known)
+    unknown = sorted(k for k in env if k.startswith(PREFIXES) and k not in VARIABLES)
     if unknown:
         raise SettingsError(f"unknown setting {unknown[0]} (known: see `sms-pipeline settings`)")
-    values: dict[str, Any] = {}
-    for f in _FIELDS:
-        raw = env.get(f.env)
-        if raw is None or raw == "":
-            raw = f.default
-        if raw is None:
-            values[f.attr] = None
-            continue
-        try:
-            values[f.attr] = f.parse(raw.strip())
-        except (ValueError, TypeError) as exc:
-            shown = "***" if f.parse is Secret else repr(raw)
-            raise SettingsError(f"malformed setting {f.env}={shown}: {exc}") from None
-    return Settings(**values)
-
-
-def replace(settings: Settings, **changes: Any) -> Settings:
-    """A copy with some values changed (tests, the demo)."""
-    from dataclasses import replace as _replace
-
-    return _replace(settings, **changes)
+    try:
+        with _reading(env):
+            return Settings()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        variable = str(error["loc"][0]) if error["loc"] else "?"
+        raw = env.get(variable, "")
+        shown = "***" if variable in SECRET_VARIABLES else repr(raw)
+        reason = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+        raise SettingsError(f"malformed setting {variable}={shown}: {reason}") from None

@@ -1,122 +1,20 @@
-"""Shared fixtures: a real Postgres per test, cloned from a migrated template.
+"""The test suite's shared fixtures live in ``tests/support`` and load here as plugins.
 
-The server is ``SMS_PIPELINE_TEST_DATABASE_URL`` when set, else an embedded
-one in ``.sms-pipeline-test/`` beside the project (kept running between
-runs). The template is named after the migrations' fingerprint, so a changed
-migration builds a new template and an unchanged one is reused: a fresh
-database per test costs one ``CREATE DATABASE ... TEMPLATE`` (tens of ms).
+Every helper and fixture is defined once there; a directory's own
+``conftest.py`` only overrides the small value fixtures (a start time, an
+account, a seed) that make its tests reproducible.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from datetime import datetime, timezone
-from pathlib import Path
-
-import psycopg
 import pytest
 
-from scratch_databases import scratch_database
-
-from sms_pipeline import settings as settings_module
-from sms_pipeline.core.clock import VirtualClock
-from sms_pipeline.db import connection, embedded, migrate
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SHARED = PROJECT_ROOT.parent / "shared"
-_TEMPLATE_LOCK = 0x5A5_0002
-
-
-def _admin_url() -> str:
-    external = os.environ.get("SMS_PIPELINE_TEST_DATABASE_URL")
-    if external:
-        return connection.with_database(external, "postgres")
-    return embedded.ensure_running(PROJECT_ROOT / ".sms-pipeline-test")
-
-
-@pytest.fixture(scope="session")
-def pg_admin_url() -> str:
-    return _admin_url()
-
-
-@pytest.fixture(scope="session")
-def template_db(pg_admin_url: str) -> str:
-    """The migrated template's name, built once per migration set (safe across xdist workers)."""
-    # The month is part of the name: the template holds message partitions
-    # around the month it was built in, so a new month builds a new one.
-    name = f"sms_tpl_{migrate.fingerprint()[:12]}_{datetime.now(timezone.utc):%Y%m}"
-    with connection.connect_url(pg_admin_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_advisory_lock(%s)", (_TEMPLATE_LOCK,))
-        try:
-            if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
-                building = f"{name}_building"
-                admin.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
-                admin.execute(f'CREATE DATABASE "{building}"')
-                with connection.connect_url(connection.with_database(pg_admin_url, building)) as conn:
-                    migrate.upgrade(conn)
-                    # Tests run on virtual clocks up to a few weeks back: cover the months around now.
-                    conn.execute("SELECT msg.ensure_partitions(now() - interval '3 months', 5)")
-                    conn.execute("SELECT dlr.ensure_partitions(now() - interval '3 months', 5)")
-                    conn.commit()
-                # Publish atomically: a half-migrated template never carries the final name.
-                admin.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
-                admin.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true')
-                # Only templates of past months go: another checkout or run on the same
-                # server may be using a template of other migrations right now.
-                stale = admin.execute(
-                    "SELECT datname FROM pg_database WHERE datname LIKE 'sms\\_tpl\\_%%' AND datname NOT LIKE %s",
-                    (f"%\\_{datetime.now(timezone.utc):%Y%m}",),
-                ).fetchall()
-                for (old,) in stale:
-                    admin.execute(f'ALTER DATABASE "{old}" WITH IS_TEMPLATE false')
-                    admin.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
-        finally:
-            admin.execute("SELECT pg_advisory_unlock(%s)", (_TEMPLATE_LOCK,))
-    return name
-
-
-@pytest.fixture
-def db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
-    """A fresh, migrated database for one test; dropped afterwards."""
-    yield from scratch_database(pg_admin_url, template_db)
-
-
-@pytest.fixture
-def second_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
-    """Another fresh migrated database on the same server (e.g. for a reference run)."""
-    yield from scratch_database(pg_admin_url, template_db)
-
-
-@pytest.fixture
-def blank_db(pg_admin_url: str) -> Iterator[psycopg.Connection]:
-    """An empty database (no migrations), for testing the migration runner itself."""
-    for url in scratch_database(pg_admin_url, "template0"):
-        with psycopg.connect(url, autocommit=True) as conn:
-            yield conn
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[psycopg.Connection]:
-    """An autocommit connection to the test's database."""
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        yield conn
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    """A virtual clock a little behind real time, so tests can advance it."""
-    now = datetime.now(timezone.utc).replace(microsecond=0)
-    return VirtualClock(now.replace(hour=0, minute=0, second=0) if now.hour >= 6 else now.replace(second=0))
-
-
-@pytest.fixture
-def settings(tmp_path: Path, db_url: str) -> settings_module.Settings:
-    """Settings pointing at the test's database, with a private home folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
-    env.update({"SMS_PIPELINE_HOME": str(tmp_path / "home"), "SMS_PIPELINE_DATABASE_URL": db_url})
-    return settings_module.load(env)
-
+pytest_plugins = [
+    "tests.support.databases",
+    "tests.support.provider",
+    "tests.support.marts",
+    "tests.support.reconcile",
+]
 
 _DB_FIXTURES = {"pg_admin_url", "template_db", "db_url", "second_db_url", "db", "blank_db", "settings"}
 

@@ -15,12 +15,18 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from sms_pipeline.errors import UserError
 from sms_pipeline.settings import Settings
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The checkout's workspace.yaml, written into DAGSTER_HOME so that an installed
+# package (which has no checkout) loads the same code location.
+WORKSPACE = """\
+load_from:
+  - python_module:
+      module_name: sms_pipeline.definitions
+      location_name: sms_pipeline
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,14 +68,16 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: f
 
 def dev(args: argparse.Namespace, settings: Settings) -> int:
     from sms_pipeline.db import connection, migrate
-    from sms_pipeline.marts.project import prepare_manifest
+    from sms_pipeline.marts.project import dbt_project, prepare_manifest
     from sms_pipeline.orchestration.instance import prepare_dagster_home
 
     _require_free(args.host, args.port, "Dagster UI")
     with connection.connect(settings) as conn:
         migrate.upgrade(conn)
     dagster_home = prepare_dagster_home(settings)
-    prepare_manifest()
+    workspace = dagster_home / "workspace.yaml"
+    workspace.write_text(WORKSPACE, encoding="utf-8")
+    prepare_manifest(dbt_project(settings.home))
 
     env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DO_NOT_TRACK="1")
     if not settings.database_url:
@@ -94,9 +102,8 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             print(f"provider simulator: http://{args.host}:{sim_port}/SMSApi")
         print(f"Dagster UI: http://{args.host}:{args.port}  (DAGSTER_HOME={dagster_home})", flush=True)
         ui = subprocess.Popen(
-            [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
-             "-h", args.host, "-p", str(args.port)],
-            env=env, cwd=PROJECT_ROOT,
+            [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port)],
+            env=env,
         )
         children.append(ui)
         return ui.wait()

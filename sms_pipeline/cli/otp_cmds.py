@@ -77,7 +77,7 @@ def describe(verification: Verification) -> str:
 
 def verify_code(args: argparse.Namespace, settings: Settings) -> int:
     code = _entered_code(args.code)
-    key = codes.hmac_key(settings)
+    key = codes.hmac_key(settings.otp_hmac_key, settings.home)
     url = connection.app_url(settings)
     with connection.connect_url(url, autocommit=True) as conn:
         migrate.upgrade(conn)

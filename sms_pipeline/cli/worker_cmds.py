@@ -18,7 +18,8 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
-from sms_pipeline.send.otp import otp_strategies
+from sms_pipeline.otp import codes
+from sms_pipeline.send.otp import OtpPolicy, otp_strategies
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
 from sms_pipeline import intake, rates
@@ -151,8 +152,11 @@ def _stop_on_signals(worker: Worker) -> Iterator[None]:
 
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     url = _database_url(settings)
+    zone = settings.provider_timezone.key
+    policy = OtpPolicy(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
+                       settings.otp_max_attempts, codes.hmac_key(settings.otp_hmac_key, settings.home))
     with ProviderClient.from_settings(settings) as client:
-        strategies = {**bulk_strategies(client, settings.provider_timezone.key), **otp_strategies(client, settings)}
+        strategies = {**bulk_strategies(client, zone), **otp_strategies(client, zone, policy)}
         queues = select_queues(strategies, channels=args.channel, classes=args.message_class)
         worker = Worker(
             lambda: connection.connect_url(url, autocommit=True),

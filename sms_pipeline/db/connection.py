@@ -9,12 +9,14 @@ same server (``SMS_PIPELINE_DAGSTER_DATABASE``, default ``dagster``).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from sms_pipeline.db import embedded
+from sms_pipeline.db import embedded, queries
 from sms_pipeline.errors import DatabaseUnavailable
 from sms_pipeline.settings import Settings
 
@@ -43,7 +45,7 @@ def redact(url: str) -> str:
 
 
 def sqlalchemy_psycopg2_url(url: str) -> str:
-    """The ``postgresql+psycopg2://`` form Dagster's storage needs (design.md trap)."""
+    """The ``postgresql+psycopg2://`` form Dagster's storage needs (docs/design.md#runtime-environment)."""
     parts = urlsplit(url)
     query = urlencode(parse_qsl(parts.query))
     return urlunsplit(parts._replace(scheme="postgresql+psycopg2", query=query))
@@ -51,27 +53,37 @@ def sqlalchemy_psycopg2_url(url: str) -> str:
 
 def server_url(settings: Settings) -> str:
     """A DSN for the maintenance database of the active server (starting it if embedded)."""
-    if settings.database_url:
-        return with_database(settings.database_url, "postgres")
-    return embedded.ensure_running(settings.home)
+    return server_url_for(settings.database_url, settings.home)
+
+
+def server_url_for(database_url: str | None, home: Path) -> str:
+    """:func:`server_url` from the two values it uses: the external URL, else the embedded server in ``home``."""
+    if database_url:
+        return with_database(database_url, "postgres")
+    return embedded.ensure_running(home)
 
 
 def ensure_database(admin_url: str, dbname: str) -> None:
     """Create ``dbname`` on the server if it does not exist (idempotent)."""
     with connect_url(admin_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
+        exists = queries.run(conn, "database_exists", dbname=dbname).fetchone()
         if not exists:
             try:
-                conn.execute(f'CREATE DATABASE "{dbname}"')
+                queries.run(conn, "create_database", identifiers={"database": sql.Identifier(dbname)})
             except psycopg.errors.DuplicateDatabase:
                 pass  # a concurrent command created it first
 
 
 def app_url(settings: Settings) -> str:
     """The DSN of the application database, created on the embedded server if needed."""
-    if settings.database_url:
-        return settings.database_url
-    admin = server_url(settings)
+    return app_url_for(settings.database_url, settings.home)
+
+
+def app_url_for(database_url: str | None, home: Path) -> str:
+    """:func:`app_url` from the two values it uses: the external URL, else the embedded server in ``home``."""
+    if database_url:
+        return database_url
+    admin = server_url_for(None, home)
     ensure_database(admin, APP_DATABASE)
     return with_database(admin, APP_DATABASE)
 

@@ -19,11 +19,12 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
+from pydantic import SecretStr
 
-from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import day_bounds
-from sms_pipeline.db import connection, migrate
+from sms_pipeline.db import connection, migrate, queries
 from sms_pipeline.demo import summary, traffic
 from sms_pipeline.errors import UserError
 from sms_pipeline.settings import Settings
@@ -77,24 +78,26 @@ def reset_databases(settings: Settings) -> None:
     admin = connection.server_url(settings)
     with connection.connect_url(admin, autocommit=True) as conn:
         for name in (connection.APP_DATABASE, settings.dagster_database):
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            queries.run(conn, "drop_database", identifiers={"database": sql.Identifier(name)})
 
 
 def _has_demo_data(conn: psycopg.Connection) -> bool:
     """True when a finished demo is there; refuses a half-finished one (it cannot be resumed)."""
-    row = conn.execute("SELECT EXISTS (SELECT 1 FROM msg.business_key_registry WHERE tenant_id = ANY(%s))",
-                       (list(traffic.TENANTS),)).fetchone()
-    if not row[0]:
+    if not queries.scalar(conn, "demo_tenants_present", tenants=list(traffic.TENANTS)):
         return False
     # The simulator of an interrupted run is gone with its ledger; its day reports cannot be had again.
-    if conn.execute("SELECT to_regclass('marts.cost_daily')").fetchone()[0] is None:
+    if not queries.scalar(conn, "demo_marts_built"):
         raise UserError("an earlier demo stopped before it finished; start over with `sms-pipeline demo --fresh`")
     return True
 
 
 @contextmanager
 def _provider_environment(base_url: str) -> Iterator[None]:
-    """Point the pipeline's provider resource at the in-process simulator for the demo's duration."""
+    """The simulator's account in the environment for the demo's duration.
+
+    The Dagster provider resource references the password by name
+    (``EnvVar``), resolved when a run starts: it must be the simulator's.
+    """
     names = {"SMS_PROVIDER_BASE_URL": base_url, "SMS_PROVIDER_USERID": "demo", "SMS_PROVIDER_PASSWORD": "demo"}
     saved = {k: os.environ.get(k) for k in names}
     os.environ.update(names)
@@ -180,14 +183,15 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
     tz = settings.provider_timezone
     clock = VirtualClock(day_bounds(days[0], tz)[0])
     with connection.connect_url(url, autocommit=True) as conn:
-        conn.execute("SELECT msg.ensure_partitions(%s), dlr.ensure_partitions(%s)", (clock.now(), clock.now()))
+        queries.run(conn, "demo_ensure_partitions", at=clock.now())
         card, bad = rates.parse_rate_card(traffic.DEMO_RATE_CARD.splitlines())
         assert not bad, bad  # the demo's own card is valid by construction
         rates.load_rates(conn, card)
 
     with run_simulator(clock=clock, seed=options.seed, timezone=tz, faults=DEMO_FAULTS) as sim, \
             _provider_environment(sim.base_url):
-        cfg = settings_module.load()  # now with the simulator as provider
+        cfg = settings.model_copy(update={  # the simulator as provider
+            "provider_base_url": sim.base_url, "provider_userid": "demo", "provider_password": SecretStr("demo")})
         (cfg.home / "logs").mkdir(parents=True, exist_ok=True)
         pipeline = _Pipeline(cfg, clock, cfg.home / "logs" / "demo-runs.log")
         with ProviderClient.from_settings(cfg) as client, \
@@ -235,12 +239,16 @@ class _Sender:
         self._settings, self._client, self._clock, self._url = settings, client, clock, url
 
     def _worker(self):
-        from sms_pipeline.send.otp import otp_strategies
+        from sms_pipeline.otp import codes
+        from sms_pipeline.send.otp import OtpPolicy, otp_strategies
         from sms_pipeline.send.breaker import CircuitBreaker
         from sms_pipeline.send.loop import Worker, bulk_strategies
 
         s = self._settings
-        strategies = {**bulk_strategies(self._client, s.provider_timezone.key), **otp_strategies(self._client, s)}
+        zone = s.provider_timezone.key
+        policy = OtpPolicy(s.otp_code_length, s.otp_code_type, s.otp_expiry_s, s.otp_max_attempts,
+                           codes.hmac_key(s.otp_hmac_key, s.home))
+        strategies = {**bulk_strategies(self._client, zone), **otp_strategies(self._client, zone, policy)}
         return Worker(lambda: connection.connect_url(self._url, autocommit=True), strategies, clock=self._clock,
                       batch_size=s.batch_size, lease=timedelta(seconds=s.claim_lease_s),
                       breaker=CircuitBreaker(s.circuit_breaker_failures, s.circuit_breaker_cooldown_s),

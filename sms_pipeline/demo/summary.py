@@ -11,51 +11,7 @@ from pathlib import Path
 import psycopg
 from psycopg.rows import class_row
 
-_PER_DAY = """
-WITH days AS (
-    SELECT generate_series(%(first)s::date, %(last)s::date, interval '1 day')::date AS day
-), delivery AS (
-    SELECT day, sum(submitted) AS sent, sum(delivered) AS delivered, sum(failed) AS failed,
-           sum(expired) AS expired_after_submission, sum(unknown) AS unknown, sum(still_pending) AS still_pending
-      FROM marts.delivery_by_class_daily GROUP BY day
-), costs AS (
-    SELECT day, sum(billable_units) AS billable_units, sum(cost) AS cost, sum(rejected_messages) AS rejected,
-           sum(unpriced_units) AS unpriced_units
-      FROM marts.cost_daily GROUP BY day
-), tieout AS (
-    SELECT day, bool_and(status = 'match') AS tied_out, count(*) AS senders
-      FROM marts.provider_tieout_daily GROUP BY day
-), rows_by_day AS (
-    -- A message's day is the provider-local day of its send attempt (design.md).
-    SELECT (COALESCE(submitted_at, claimed_at, created_at) AT TIME ZONE %(tz)s)::date AS day,
-           count(*) FILTER (WHERE correlation_result = 'ambiguous') AS ambiguous,
-           count(*) FILTER (WHERE state = 'expired' AND submitted_at IS NULL) AS expired_unsent
-      FROM msg.outbound_message GROUP BY 1
-)
-SELECT d.day,
-       COALESCE(delivery.sent, 0)::bigint            AS sent,
-       COALESCE(delivery.delivered, 0)::bigint       AS delivered,
-       COALESCE(delivery.failed, 0)::bigint          AS failed,
-       (COALESCE(delivery.expired_after_submission, 0) + COALESCE(r.expired_unsent, 0))::bigint AS expired,
-       COALESCE(delivery.still_pending, 0)::bigint   AS still_pending,
-       COALESCE(delivery.unknown, 0)::bigint         AS unknown,
-       COALESCE(r.ambiguous, 0)::bigint              AS ambiguous,
-       COALESCE(costs.rejected, 0)::bigint           AS rejected,
-       COALESCE(rec.orphans_opened, 0)::bigint       AS orphans,
-       COALESCE(costs.billable_units, 0)::bigint     AS billable_units,
-       COALESCE(costs.cost, 0)::numeric(14, 4)       AS cost,
-       COALESCE(costs.unpriced_units, 0)::bigint     AS unpriced_units,
-       CASE WHEN tieout.senders IS NULL THEN 'no data'
-            WHEN tieout.tied_out THEN 'ok' ELSE 'MISMATCH' END AS tieout
-  FROM days d
-  LEFT JOIN delivery ON delivery.day = d.day
-  LEFT JOIN costs ON costs.day = d.day
-  LEFT JOIN tieout ON tieout.day = d.day
-  LEFT JOIN rows_by_day r ON r.day = d.day
-  LEFT JOIN marts.reconciliation_daily rec ON rec.day = d.day
- ORDER BY d.day
-"""
-
+from sms_pipeline.db import queries
 
 @dataclass(frozen=True)
 class DaySummary:
@@ -77,7 +33,7 @@ class DaySummary:
 
 def per_day(conn: psycopg.Connection, first: date, last: date, tz: str) -> list[DaySummary]:
     with conn.cursor(row_factory=class_row(DaySummary)) as cur:
-        return cur.execute(_PER_DAY, {"first": first, "last": last, "tz": tz}).fetchall()
+        return queries.run(cur, "demo_per_day", first=first, last=last, tz=tz).fetchall()
 
 
 def to_json(days: list[DaySummary], extra: dict) -> str:

@@ -106,22 +106,20 @@ def load_day_report(
         try:
             partition = _ensure_partition(conn, day)
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, day.toordinal()))
-                previous = conn.execute(
-                    queries.load("ingest_report_checkpoint"), {"report_kind": REPORT_KIND, "report_date": day}
-                ).fetchone()
+                queries.run(conn, "advisory_xact_lock_pair", lock_class=_LOCK_CLASS, key=day.toordinal())
+                previous = queries.run(conn, "ingest_report_checkpoint", report_kind=REPORT_KIND,
+                                       report_date=day).fetchone()
                 if previous is not None and previous[0] == checksum and previous[4] is not None:
                     # Nothing to rewrite, but the content is confirmed as of
                     # this download (evidence for the proof of non-submission).
-                    conn.execute(queries.load("ingest_report_confirm"), {
-                        "report_kind": REPORT_KIND, "report_date": day, "fetched_at": fetched_at})
+                    queries.run(conn, "ingest_report_confirm", report_kind=REPORT_KIND, report_date=day,
+                                fetched_at=fetched_at)
                     return _summarise(conn, report, checksum, skipped=True, loaded_at=previous[4], started=started)
                 rows = _replace_rows(conn, partition, report, tz)
                 loaded_at = clock.now()
-                conn.execute(queries.load("ingest_report_checkpoint_save"), {
-                    "report_kind": REPORT_KIND, "report_date": day, "checksum": checksum, "rows": rows,
-                    "bytes": report.size_bytes, "fetched_at": fetched_at, "loaded_at": loaded_at,
-                })
+                queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
+                            checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,
+                            loaded_at=loaded_at)
                 return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started)
         except psycopg.Error as exc:
             # Only the primary message: DETAIL and CONTEXT may quote a row (a recipient number).
@@ -143,24 +141,23 @@ def content_checksum(report: DayReport) -> str:
     return digest.hexdigest()
 
 
-def _ensure_partition(conn: psycopg.Connection, day: date) -> str:
+def _ensure_partition(conn: psycopg.Connection, day: date) -> sql.Identifier:
     """The day's partition, created (and committed) before the load transaction.
 
     Creating it inside the load would hold the parent's partition-creation
     lock for the whole COPY and serialise loads of different days.
     """
     with conn.transaction():
-        (name,) = conn.execute("SELECT dlr.ensure_day_report_partition(%s)", (day,)).fetchone()
-    return name
+        schema_and_name = queries.scalar(conn, "ingest_day_report_partition", report_date=day)
+    return sql.Identifier(*schema_and_name)
 
 
-def _replace_rows(conn: psycopg.Connection, partition: str, report: DayReport, tz: ZoneInfo) -> int:
-    target = sql.SQL(partition)  # schema-qualified and quoted by dlr.ensure_day_report_partition
-    conn.execute(sql.SQL("TRUNCATE {}").format(target))
-    copy = sql.SQL("COPY {} ({}) FROM STDIN").format(target, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)))
+def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, report: DayReport, tz: ZoneInfo) -> int:
+    queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
     count = 0
     batch: list[str] = []
-    with conn.cursor() as cur, cur.copy(copy) as sink:
+    with queries.copy(conn, "ingest_day_report_copy",
+                      identifiers={"partition": partition, "columns": queries.column_list(_COLUMNS)}) as sink:
         for line in _copy_lines(report, tz):
             batch.append(line)
             if len(batch) == _COPY_BATCH:
@@ -245,8 +242,8 @@ def _summarise(
     started: float,
 ) -> DayReportLoad:
     params = {"report_date": report.day}
-    rows, duplicates, unparsed = conn.execute(queries.load("ingest_day_report_stats"), params).fetchone()
-    statuses = StatusCounts.fold(conn.execute(queries.load("ingest_day_report_status_counts"), params))
+    rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", **params).fetchone()
+    statuses = StatusCounts.fold(queries.run(conn, "ingest_day_report_status_counts", **params))
     return DayReportLoad(
         day=report.day,
         rows=rows,

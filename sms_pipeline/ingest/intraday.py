@@ -34,12 +34,11 @@ from sms_pipeline.provider.results import DlrRow
 REPORT_KIND = "getdlr"
 DEFAULT_PAGE_LIMIT = 1000
 _LOCK_CLASS = 0x5A5_0702  # pg_advisory_xact_lock(class, day): one pull of a day at a time
-_STAGE = "ingest_getdlr_stage"
 _COLUMNS = (
     "report_date", "row_no", "msg_id", "transaction_id", "mobile", "sender_name", "message_sha256",
     "status", "cause", "error_code", "provider_submit_at", "provider_done_at",
 )  # fmt: skip
-_COLUMN_LIST = ", ".join(_COLUMNS)
+_COLUMN_LIST = queries.column_list(_COLUMNS)
 
 
 class DeliveryReportSource(Protocol):
@@ -80,28 +79,25 @@ def load_intraday_delivery_reports(
     day = day or local_date(clock.now(), tz)
     fetched_at = clock.now()
     with conn.transaction():
-        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (LIKE dlr.getdlr_rows)")
-        conn.execute(f"TRUNCATE {_STAGE}")
+        queries.run(conn, "ingest_getdlr_stage_create")
+        queries.run(conn, "ingest_getdlr_stage_clear")
     try:
         rows, size, checksum = _stage(conn, client, day, page_limit)
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, day.toordinal()))
-            previous = conn.execute(
-                queries.load("ingest_report_checkpoint"), {"report_kind": REPORT_KIND, "report_date": day}
-            ).fetchone()
+            queries.run(conn, "advisory_xact_lock_pair", lock_class=_LOCK_CLASS, key=day.toordinal())
+            previous = queries.run(conn, "ingest_report_checkpoint", report_kind=REPORT_KIND,
+                                   report_date=day).fetchone()
             if previous is not None and previous[0] == checksum and previous[4] is not None:
                 return _summarise(conn, day, checksum, skipped=True, loaded_at=previous[4], started=started)
-            conn.execute("DELETE FROM dlr.getdlr_rows WHERE report_date = %s", (day,))
-            conn.execute(f"INSERT INTO dlr.getdlr_rows ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM {_STAGE}")
+            queries.run(conn, "ingest_getdlr_clear_day", report_date=day)
+            queries.run(conn, "ingest_getdlr_store")
             loaded_at = clock.now()
-            conn.execute(queries.load("ingest_report_checkpoint_save"), {
-                "report_kind": REPORT_KIND, "report_date": day, "checksum": checksum, "rows": rows,
-                "bytes": size, "fetched_at": fetched_at, "loaded_at": loaded_at,
-            })
+            queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
+                        checksum=checksum, rows=rows, bytes=size, fetched_at=fetched_at, loaded_at=loaded_at)
             return _summarise(conn, day, checksum, skipped=False, loaded_at=loaded_at, started=started)
     finally:
         with conn.transaction():
-            conn.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+            queries.run(conn, "ingest_getdlr_stage_drop")
 
 
 def _stage(conn: psycopg.Connection, client: DeliveryReportSource, day: date, page_limit: int) -> tuple[int, int, str]:
@@ -125,7 +121,8 @@ def _stage(conn: psycopg.Connection, client: DeliveryReportSource, day: date, pa
 def _copy(conn: psycopg.Connection, batch: list[tuple]) -> None:
     if not batch:
         return
-    with conn.transaction(), conn.cursor() as cur, cur.copy(f"COPY {_STAGE} ({_COLUMN_LIST}) FROM STDIN") as sink:
+    with conn.transaction(), \
+            queries.copy(conn, "ingest_getdlr_stage_copy", identifiers={"columns": _COLUMN_LIST}) as sink:
         for record in batch:
             sink.write_row(record)
     batch.clear()
@@ -144,8 +141,8 @@ def _summarise(
     conn: psycopg.Connection, day: date, checksum: str, *, skipped: bool, loaded_at: datetime, started: float
 ) -> IntradayLoad:
     params = {"report_date": day}
-    rows, duplicates = conn.execute(queries.load("ingest_getdlr_stats"), params).fetchone()
-    statuses = StatusCounts.fold(conn.execute(queries.load("ingest_getdlr_status_counts"), params))
+    rows, duplicates = queries.run(conn, "ingest_getdlr_stats", **params).fetchone()
+    statuses = StatusCounts.fold(queries.run(conn, "ingest_getdlr_status_counts", **params))
     return IntradayLoad(
         day=day,
         rows=rows,

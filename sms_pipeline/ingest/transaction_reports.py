@@ -45,7 +45,7 @@ _COLUMNS = (
     "transaction_id", "row_no", "report_date", "msg_id", "mobile", "sender_name", "status", "cause",
     "provider_submit_at", "provider_done_at",
 )  # fmt: skip
-_COPY = f"COPY dlr.txn_report_rows ({', '.join(_COLUMNS)}) FROM STDIN"
+_COLUMN_LIST = queries.column_list(_COLUMNS)
 
 
 class TransactionReportSource(Protocol):
@@ -72,9 +72,8 @@ class TransactionReports:
 def open_transactions(conn: psycopg.Connection, day: date, tz: ZoneInfo) -> list[str]:
     """Transaction ids of day ``day`` with rows still waiting for a final status."""
     start, end = day_bounds(day, tz)
-    rows = conn.execute(queries.load("ingest_open_transactions"), {
-        "report_date": day, "day_start": start, "day_end": end, "final_words": final_status_spellings(),
-    }).fetchall()
+    rows = queries.run(conn, "ingest_open_transactions", report_date=day, day_start=start, day_end=end,
+                       final_words=final_status_spellings()).fetchall()
     return [transaction_id for transaction_id, _ in rows]
 
 
@@ -147,15 +146,13 @@ def store_transaction_report(
     records = [_record(transaction_id, day, row_no, row, tz) for row_no, row in enumerate(answer, start=1)]
     checksum = _checksum(records)
     with conn.transaction():
-        stored = conn.execute(queries.load("ingest_txn_report_fetch"), {"transaction_id": transaction_id}).fetchone()
+        stored = queries.run(conn, "ingest_txn_report_fetch", transaction_id=transaction_id).fetchone()
         if stored is not None and (stored[0] == checksum or (not records and stored[1] > 0)):
             return "empty" if not records else "unchanged"
-        conn.execute(queries.load("ingest_txn_report_fetch_save"), {
-            "transaction_id": transaction_id, "report_date": day, "checksum": checksum,
-            "rows": len(records), "fetched_at": clock.now(),
-        })
-        conn.execute("DELETE FROM dlr.txn_report_rows WHERE transaction_id = %s", (transaction_id,))
-        with conn.cursor() as cur, cur.copy(_COPY) as sink:
+        queries.run(conn, "ingest_txn_report_fetch_save", transaction_id=transaction_id, report_date=day,
+                    checksum=checksum, rows=len(records), fetched_at=clock.now())
+        queries.run(conn, "ingest_txn_report_rows_clear", transaction_id=transaction_id)
+        with queries.copy(conn, "ingest_txn_report_rows_copy", identifiers={"columns": _COLUMN_LIST}) as sink:
             for record in records:
                 sink.write_row(record)
     return "changed" if records else "empty"

@@ -31,6 +31,7 @@ from sms_pipeline.core import keys, msisdn, otp, segments
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.states import Channel, MessageClass
+from sms_pipeline.db import queries
 from sms_pipeline.intake import otp_requests
 from sms_pipeline.core.input_lines import BadLine, InvalidField, member
 
@@ -227,61 +228,12 @@ def read_jsonl(lines: Iterable[str], *, first_line_no: int = 1,
 _STAGING_COLUMNS = (
     "ord", "tenant_id", "business_key", "channel", "message_class", "recipient", "sender_id", "body",
     "encoding", "segments", "template_id", "dlt_entity_id", "dlt_template_id", "scheduled_for", "expires_at",
-)
-
-_CREATE_STAGING = """
-CREATE TEMPORARY TABLE worker_intake_staging (
-    ord             integer     NOT NULL,
-    tenant_id       text        NOT NULL,
-    business_key    text        NOT NULL,
-    channel         text        NOT NULL,
-    message_class   text        NOT NULL,
-    recipient       text        NOT NULL,
-    sender_id       text,
-    body            text        NOT NULL,
-    encoding        text        NOT NULL,
-    segments        smallint    NOT NULL,
-    template_id     text,
-    dlt_entity_id   text,
-    dlt_template_id text,
-    scheduled_for   timestamptz,
-    expires_at      timestamptz
-) ON COMMIT DROP
-"""
-
-# One row per key not yet registered (the first line wins within a batch),
-# inserted in input order so ids follow the file.
-_INSERT_NEW = """
-INSERT INTO msg.outbound_message (
-    business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding, segments,
-    template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at, created_at, updated_at)
-SELECT business_key, tenant_id, channel::msg.message_channel, message_class, recipient, sender_id, body,
-       encoding, segments, template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at,
-       %(now)s, %(now)s
-  FROM (SELECT DISTINCT ON (s.tenant_id, s.business_key) s.*
-          FROM worker_intake_staging s
-         WHERE NOT EXISTS (SELECT 1 FROM msg.business_key_registry r
-                            WHERE r.tenant_id = s.tenant_id AND r.business_key = s.business_key)
-         ORDER BY s.tenant_id, s.business_key, s.ord) AS first_of_key
- ORDER BY ord
-RETURNING id
-"""
-
-# Every staged request with the row that now holds its key.
-_RESOLVE = """
-SELECT s.ord, m.id, m.created_at, m.attempt_key, m.state::text
-  FROM worker_intake_staging s
-  JOIN msg.business_key_registry r ON r.tenant_id = s.tenant_id AND r.business_key = s.business_key
-  JOIN msg.outbound_message m ON m.id = r.message_id AND m.created_at = r.message_created_at
- ORDER BY s.ord
-"""
+)  # the order enqueue() writes the staged rows in
 
 
 def ensure_partition_for(conn: psycopg.Connection, at: datetime) -> None:
     """The month partition for ``at`` (normally made ahead by upkeep; a virtual clock may be elsewhere)."""
-    name = f"msg.outbound_message_{at:%Y_%m}"
-    if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
-        conn.execute("SELECT msg.ensure_partitions(%s, 0)", (at,))
+    queries.run(conn, "intake_ensure_partition", partition=f"msg.outbound_message_{at:%Y_%m}", at=at)
 
 
 def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: Clock) -> list[Enqueued]:
@@ -297,14 +249,15 @@ def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: 
     now = clock.now()
     with conn.transaction():
         ensure_partition_for(conn, now)
-        conn.execute(_CREATE_STAGING)
-        with conn.cursor().copy(f"COPY worker_intake_staging ({', '.join(_STAGING_COLUMNS)}) FROM STDIN") as copy:
+        queries.run(conn, "intake_stage_create")
+        with queries.copy(conn, "intake_stage_copy",
+                          identifiers={"columns": queries.column_list(_STAGING_COLUMNS)}) as copy:
             for ord_, m in enumerate(messages):
                 copy.write_row((ord_, m.tenant_id, m.business_key, m.channel.value, m.message_class.value,
                                 m.recipient, m.sender_id, m.body, m.encoding, m.segments, m.template_id,
                                 m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, m.expires_at))
         created_ids = _insert_new(conn, now)
-        rows = conn.execute(_RESOLVE).fetchall()
+        rows = queries.run(conn, "intake_resolve").fetchall()
         otp_requests.record_requests(conn, messages, [(row[0], row[1], row[2]) for row in rows])
     if len(rows) != len(messages):
         raise RuntimeError(f"intake resolved {len(rows)} of {len(messages)} requests")
@@ -322,7 +275,7 @@ def _insert_new(conn: psycopg.Connection, now: datetime) -> set[int]:
     for round_no in range(1, _MAX_INSERT_ROUNDS + 1):
         try:
             with conn.transaction():
-                return {row[0] for row in conn.execute(_INSERT_NEW, {"now": now})}
+                return {row[0] for row in queries.run(conn, "intake_insert_new", now=now)}
         except errors.UniqueViolation:
             # Another intake committed one of these keys after our statement
             # began; the next round's NOT EXISTS sees it.

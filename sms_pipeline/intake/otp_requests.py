@@ -76,10 +76,11 @@ def record_requests(conn: psycopg.Connection, messages: Sequence[OtpIntake],
     if not by_message:
         return 0
     keys = list(by_message)
-    cursor = conn.execute(queries.load("otp_record_requests"), {
-        "ids": [message_id for message_id, _ in keys],
-        "created_ats": [created_at for _, created_at in keys],
-        "purposes": [by_message[key].otp_purpose for key in keys],
-        "session_bindings": [by_message[key].otp_session_binding for key in keys],
-    })
+    cursor = queries.run(
+        conn, "otp_record_requests",
+        ids=[message_id for message_id, _ in keys],
+        created_ats=[created_at for _, created_at in keys],
+        purposes=[by_message[key].otp_purpose for key in keys],
+        session_bindings=[by_message[key].otp_session_binding for key in keys],
+    )
     return cursor.rowcount

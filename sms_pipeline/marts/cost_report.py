@@ -13,6 +13,7 @@ from decimal import Decimal
 import psycopg
 from psycopg.rows import class_row
 
+from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
 
 
@@ -44,39 +45,15 @@ class DayTotal:
     cost_of_failed: Decimal
 
 
-_COST_ROWS = """
-SELECT day, tenant_id, channel, message_class, sender_id, currency,
-       messages_submitted, billable_units, cost, rejected_messages, unpriced_units, cost_of_failed
-  FROM marts.cost_daily
- WHERE day >= %(first)s AND day <= %(last)s
-   AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)
- ORDER BY day, tenant_id, channel, message_class, sender_id NULLS FIRST, currency NULLS FIRST
-"""
-
-_DAY_TOTALS = """
-SELECT day, currency,
-       sum(messages_submitted)::bigint AS messages_submitted,
-       sum(billable_units)::bigint     AS billable_units,
-       sum(cost)                       AS cost,
-       sum(rejected_messages)::bigint  AS rejected_messages,
-       sum(unpriced_units)::bigint     AS unpriced_units,
-       sum(cost_of_failed)             AS cost_of_failed
-  FROM marts.cost_daily
- WHERE day >= %(first)s AND day <= %(last)s
- GROUP BY day, currency
- ORDER BY day, currency NULLS FIRST
-"""
-
-
 def _check_range(first: date, last: date) -> None:
     if last < first:
         raise UserError(f"--to {last} is before --from {first}")
 
 
-def _fetch(conn: psycopg.Connection, sql: str, row_type: type, params: dict) -> list:
+def _fetch(conn: psycopg.Connection, name: str, row_type: type, **params: object) -> list:
     try:
         with conn.cursor(row_factory=class_row(row_type)) as cur:
-            return cur.execute(sql, params).fetchall()
+            return queries.run(cur, name, **params).fetchall()
     except psycopg.errors.UndefinedTable:
         raise UserError("marts.cost_daily does not exist yet: materialise the marts first "
                         "(the Dagster marts assets)") from None
@@ -85,10 +62,10 @@ def _fetch(conn: psycopg.Connection, sql: str, row_type: type, params: dict) -> 
 def cost_rows(conn: psycopg.Connection, first: date, last: date, tenant: str | None = None) -> list[CostRow]:
     """Every cost_daily row of days ``first``..``last`` (inclusive), optionally one tenant's."""
     _check_range(first, last)
-    return _fetch(conn, _COST_ROWS, CostRow, {"first": first, "last": last, "tenant": tenant})
+    return _fetch(conn, "marts_cost_rows", CostRow, first=first, last=last, tenant=tenant)
 
 
 def day_totals(conn: psycopg.Connection, first: date, last: date) -> list[DayTotal]:
     """Totals per day and currency over all tenants, channels, classes and senders."""
     _check_range(first, last)
-    return _fetch(conn, _DAY_TOTALS, DayTotal, {"first": first, "last": last})
+    return _fetch(conn, "marts_cost_day_totals", DayTotal, first=first, last=last)

@@ -1,4 +1,4 @@
-"""The connection dbt uses, taken from the project's own settings.
+"""The connection dbt uses, derived from the application database's URL.
 
 ``dbt_project/profiles.yml`` reads ``DBT_SMS_HOST``, ``DBT_SMS_PORT``,
 ``DBT_SMS_USER``, ``DBT_SMS_PASSWORD`` and ``DBT_SMS_DBNAME``. They are not
@@ -17,7 +17,6 @@ from psycopg.conninfo import conninfo_to_dict
 
 from sms_pipeline.db import connection
 from sms_pipeline.errors import UserError
-from sms_pipeline.settings import Settings
 
 DBT_ENV_NAMES = ("DBT_SMS_HOST", "DBT_SMS_PORT", "DBT_SMS_USER", "DBT_SMS_PASSWORD", "DBT_SMS_DBNAME")
 
@@ -54,11 +53,6 @@ def dbt_env_for_url(url: str) -> dict[str, str]:
         "DBT_SMS_DBNAME": str(params["dbname"]),
         **{env: str(params[name]) for name, env in _LIBPQ_ENV.items() if name in params},
     }
-
-
-def dbt_env(settings: Settings) -> dict[str, str]:
-    """The DBT_SMS_* variables for the active application database (embedded or external)."""
-    return dbt_env_for_url(connection.app_url(settings))
 
 
 @contextmanager

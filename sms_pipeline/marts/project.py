@@ -8,23 +8,33 @@ the next load, like ``DbtProject.prepare_if_dev`` does under ``dagster dev``,
 but everywhere). Concurrent callers (pytest workers, Dagster processes)
 parse once: the preparer holds a file lock and skips work another process
 finished meanwhile.
+
+An installed copy of the project (the wheel's, in site-packages) is only
+read: its manifest, dbt's logs and every run's artifacts go under
+``SMS_PIPELINE_HOME`` or a temporary folder, never beside the project. dbt
+itself is the one installed with the package (``package_files.console_script``),
+so an un-activated virtualenv works.
 """
 
 from __future__ import annotations
 
 import functools
+import getpass
+import hashlib
 import logging
 import os
+import tempfile
 from pathlib import Path
 
-from dagster_dbt import DbtProject
+from dagster_dbt import DbtCliResource, DbtProject
 from filelock import FileLock
 
+from sms_pipeline import package_files
 from sms_pipeline.marts.dbt_env import DBT_ENV_NAMES, dbt_environment
 
 log = logging.getLogger(__name__)
 
-DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
+DBT_PROJECT_DIR = package_files.dbt_project_dir()
 
 _PARSE_WAIT_S = 600
 _SOURCE_SUFFIXES = {".sql", ".yml", ".yaml", ".csv", ".md"}
@@ -45,8 +55,28 @@ assert set(_PARSE_ONLY_CONNECTION) == set(DBT_ENV_NAMES)
 
 
 @functools.cache
-def dbt_project() -> DbtProject:
-    return DbtProject(project_dir=DBT_PROJECT_DIR)
+def dbt_project(home: Path | None = None) -> DbtProject:
+    """The project; an installed copy keeps its ``target/`` under ``home`` (``SMS_PIPELINE_HOME``)."""
+    return DbtProject(project_dir=DBT_PROJECT_DIR, target_path=_target_path(home))
+
+
+def _target_path(home: Path | None) -> Path:
+    if not package_files.is_packaged():
+        return Path("target")  # a checkout: dbt_project/target, as dbt itself would
+    # One folder per installed copy: two installs sharing a home never share a manifest.
+    copy = hashlib.sha256(str(DBT_PROJECT_DIR).encode()).hexdigest()[:12]
+    if home is None:
+        return Path(tempfile.gettempdir()) / f"sms-pipeline-{getpass.getuser()}" / f"dbt-target-{copy}"
+    return home.resolve() / "dbt" / f"target-{copy}"
+
+
+def dbt_executable() -> str:
+    return package_files.console_script("dbt")
+
+
+def dbt_cli(project: DbtProject | None = None) -> DbtCliResource:
+    """dagster-dbt's resource for the project, running the ``dbt`` installed with the package."""
+    return DbtCliResource(project_dir=project or dbt_project(), dbt_executable=dbt_executable())
 
 
 def _newest_source_mtime(project_dir: Path) -> float:
@@ -74,5 +104,7 @@ def prepare_manifest(project: DbtProject | None = None) -> Path:
             log.info("parsing the dbt project in %s", project.project_dir)
             parse_env = {name: value for name, value in _PARSE_ONLY_CONNECTION.items() if name not in os.environ}
             with dbt_environment(parse_env):
-                project.preparer.prepare(project)
+                # What dagster-dbt's preparer runs (the project has no dbt packages
+                # to install), with the package's own dbt instead of PATH's.
+                dbt_cli(project).cli(["parse", "--quiet"], target_path=project.target_path).wait()
     return project.manifest_path

@@ -9,11 +9,12 @@ against zero instead of calling the day "not fetched").
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date, datetime
 
 import psycopg
 
+from sms_pipeline.db import queries
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SummaryRow
 
@@ -50,18 +51,9 @@ def store_summary(conn: psycopg.Connection, day: date, senders: list[SenderSumma
     """Replace ``day``'s stored summary with ``senders`` (one transaction)."""
     with conn.transaction():
         # the fetch marker owns the day's rows (ON DELETE CASCADE)
-        conn.execute("DELETE FROM dlr.provider_summary_fetch WHERE day = %s", (day,))
-        conn.execute(
-            "INSERT INTO dlr.provider_summary_fetch (day, fetched_at, sender_rows) VALUES (%s, %s, %s)",
-            (day, fetched_at, len(senders)),
-        )
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO dlr.provider_summary"
-                " (day, sender_id, total_messages, delivered, failed, pending, units)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [(day, s.sender_id, s.total_messages, s.delivered, s.failed, s.pending, s.units) for s in senders],
-            )
+        queries.run(conn, "marts_provider_summary_clear", day=day)
+        queries.run(conn, "marts_provider_summary_fetched", day=day, fetched_at=fetched_at, sender_rows=len(senders))
+        queries.run_many(conn, "marts_provider_summary_row", [{"day": day, **asdict(s)} for s in senders])
 
 
 def fetch_day(client: ProviderClient, day: date) -> list[SenderSummary]:

@@ -20,6 +20,7 @@ from psycopg.rows import dict_row
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.states import REPLAYABLE, MessageClass, MessageState
+from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
 from sms_pipeline.intake.messages import ensure_partition_for
 
@@ -42,6 +43,8 @@ class ReceiptView:
 
 @dataclass(frozen=True, slots=True)
 class AttemptView:
+    """One attempt (row) of a message; the fields are the columns of ``ops_message_chain``, in order."""
+
     id: int
     created_at: datetime
     attempt_key: UUID
@@ -94,39 +97,12 @@ class Replayed:
     attempt_key: UUID
 
 
-_ATTEMPT_COLUMNS = ", ".join(
-    f"m.{name}::text" if name in ("channel", "state", "correlation_result") else f"m.{name}"
-    for name in AttemptView.__dataclass_fields__ if name != "receipts")
-
-# Which messages a lookup names: (tenant, business key) pairs.
+# Which messages a lookup names: the statement giving (tenant, business key) pairs.
 _MESSAGES_BY = {
-    "business_key": """SELECT tenant_id, business_key FROM msg.business_key_registry
-                        WHERE business_key = %(value)s AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)""",
-    "attempt_key": """SELECT DISTINCT tenant_id, business_key FROM msg.message_lookup
-                       WHERE attempt_key = %(value)s::uuid AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)""",
-    "recipient": """SELECT DISTINCT tenant_id, business_key FROM msg.message_lookup
-                     WHERE recipient = %(value)s AND (%(tenant)s::text IS NULL OR tenant_id = %(tenant)s)""",
+    "business_key": "ops_messages_by_business_key",
+    "attempt_key": "ops_messages_by_attempt_key",
+    "recipient": "ops_messages_by_recipient",
 }
-
-# The active attempt (the registry's), then back through replaces_id.
-_CHAIN = f"""
-WITH RECURSIVE chain AS (
-    SELECT m.* FROM msg.business_key_registry r
-      JOIN msg.outbound_message m ON m.id = r.message_id AND m.created_at = r.message_created_at
-     WHERE r.tenant_id = %(tenant)s AND r.business_key = %(business_key)s
-    UNION ALL
-    SELECT m.* FROM chain c JOIN msg.outbound_message m ON m.id = c.replaces_id
-)
-SELECT {_ATTEMPT_COLUMNS} FROM chain m ORDER BY m.created_at, m.id
-"""
-
-_RECEIPTS = """
-SELECT message_id, provider_message_id, status_word, outcome, source, provider_submit_at, provider_done_at,
-       first_seen_at, disposition
-  FROM dlr.delivery_receipts
- WHERE message_id = ANY(%(ids)s::bigint[])
- ORDER BY message_id, COALESCE(provider_done_at, first_seen_at), first_seen_at, receipt_id
-"""
 
 
 def trace(conn: psycopg.Connection, *, business_key: str | None = None, attempt_key: str | None = None,
@@ -144,44 +120,18 @@ def trace(conn: psycopg.Connection, *, business_key: str | None = None, attempt_
         except ValueError:
             raise UserError("an attempt key is a UUID such as 0b7c...-....; this one is malformed") from None
     with conn.cursor(row_factory=dict_row) as cur:
-        keys = cur.execute(_MESSAGES_BY[lookup], {"value": value, "tenant": tenant}).fetchall()
+        keys = queries.run(cur, _MESSAGES_BY[lookup], value=value, tenant=tenant).fetchall()
         traces = []
         for key in sorted(keys, key=lambda k: (k["tenant_id"], k["business_key"])):
-            rows = cur.execute(_CHAIN, {"tenant": key["tenant_id"], "business_key": key["business_key"]}).fetchall()
+            rows = queries.run(cur, "ops_message_chain", tenant=key["tenant_id"],
+                               business_key=key["business_key"]).fetchall()
             receipts: dict[int, list[ReceiptView]] = {}
-            for r in cur.execute(_RECEIPTS, {"ids": [row["id"] for row in rows]}).fetchall():
+            for r in queries.run(cur, "ops_message_receipts", ids=[row["id"] for row in rows]).fetchall():
                 message_id = r.pop("message_id")
                 receipts.setdefault(message_id, []).append(ReceiptView(**r))
             attempts = tuple(AttemptView(**row, receipts=tuple(receipts.get(row["id"], ()))) for row in rows)
             traces.append(MessageTrace(key["tenant_id"], key["business_key"], attempts))
     return traces
-
-
-_LOCK_ROW = """
-SELECT id, created_at, state::text, message_class FROM msg.outbound_message WHERE id = %(id)s FOR UPDATE
-"""
-
-_SUPERSEDE = """
-UPDATE msg.outbound_message
-   SET state = 'superseded', state_reason = %(state_reason)s, updated_at = %(now)s
- WHERE id = %(id)s AND created_at = %(created_at)s AND state = %(state)s::msg.message_state
-"""
-
-# A copy of what the message is (routing, content, schedule) as a fresh
-# attempt; an expiry that already passed is dropped, or the new row would
-# expire unsent at once. The insert takes the business key over from the
-# superseded row (the registry trigger allows exactly that).
-_INSERT_REPLAY = """
-INSERT INTO msg.outbound_message (
-    business_key, replaces_id, tenant_id, channel, message_class, recipient, sender_id, body, encoding,
-    segments, template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at, created_at, updated_at)
-SELECT business_key, id, tenant_id, channel, message_class, recipient, sender_id, body, encoding,
-       segments, template_id, dlt_entity_id, dlt_template_id, scheduled_for,
-       CASE WHEN expires_at > %(now)s THEN expires_at END, %(now)s, %(now)s
-  FROM msg.outbound_message
- WHERE id = %(id)s AND created_at = %(created_at)s
-RETURNING id, created_at, attempt_key
-"""
 
 
 def replay(conn: psycopg.Connection, message_id: int, *, reason: str, clock: Clock) -> Replayed:
@@ -190,16 +140,16 @@ def replay(conn: psycopg.Connection, message_id: int, *, reason: str, clock: Clo
         raise ReplayRefused("a replay needs a reason (--reason), kept on the superseded row")
     now = clock.now()
     with conn.transaction():
-        row = conn.execute(_LOCK_ROW, {"id": message_id}).fetchone()
+        row = queries.run(conn, "ops_replay_lock", id=message_id).fetchone()
         if row is None:
             raise ReplayRefused(f"no message with id {message_id}")
         _id, created_at, state, message_class = row
         _check_replayable(message_id, state, message_class)
         ensure_partition_for(conn, now)
-        conn.execute(_SUPERSEDE, {"id": message_id, "created_at": created_at, "state": state, "now": now,
-                                  "state_reason": f"replayed: {reason.strip()}"})
-        new_id, new_created_at, attempt_key = conn.execute(
-            _INSERT_REPLAY, {"id": message_id, "created_at": created_at, "now": now}).fetchone()
+        queries.run(conn, "ops_replay_supersede", id=message_id, created_at=created_at, state=state, now=now,
+                    state_reason=f"replayed: {reason.strip()}")
+        new_id, new_created_at, attempt_key = queries.run(
+            conn, "ops_replay_insert", id=message_id, created_at=created_at, now=now).fetchone()
     return Replayed(message_id, new_id, new_created_at, attempt_key)
 
 

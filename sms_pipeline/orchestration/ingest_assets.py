@@ -28,7 +28,7 @@ from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource, SettingsResource
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
 from sms_pipeline.orchestration.schedules import HOURLY_TAGS
 from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
@@ -55,12 +55,11 @@ def definitions(settings: Settings) -> dg.Definitions:
     )
     def day_report(
         context: dg.AssetExecutionContext,
-        settings: SettingsResource,
         database: DatabaseResource,
         provider: ProviderResource,
         clock: ClockResource,
     ) -> dg.MaterializeResult:
-        tz = settings.get().provider_timezone
+        tz = settings.provider_timezone
         app_clock = clock.clock()
         with provider.client() as client, database.connect(autocommit=True) as conn:
             return day_by_day(
@@ -81,17 +80,15 @@ def definitions(settings: Settings) -> dg.Definitions:
     )
     def transaction_reports(
         context: dg.AssetExecutionContext,
-        settings: SettingsResource,
         database: DatabaseResource,
         provider: ProviderResource,
         clock: ClockResource,
     ) -> dg.MaterializeResult:
-        cfg = settings.get()
         app_clock = clock.clock()
 
         def fetch(day: date) -> TransactionReports:
             result = fetch_transaction_reports(
-                conn, client, day, cfg.provider_timezone, app_clock, concurrency=cfg.report_concurrency
+                conn, client, day, settings.provider_timezone, app_clock, concurrency=settings.report_concurrency
             )
             if result.failed:
                 first_id, reason = next(iter(result.failed.items()))
@@ -116,12 +113,11 @@ def definitions(settings: Settings) -> dg.Definitions:
         ),
     )
     def intraday_delivery_reports(
-        settings: SettingsResource,
         database: DatabaseResource,
         provider: ProviderResource,
         clock: ClockResource,
     ) -> dg.MaterializeResult:
-        tz = settings.get().provider_timezone
+        tz = settings.provider_timezone
         with provider.client() as client, database.connect(autocommit=True) as conn:
             result = load_intraday_delivery_reports(conn, client, tz, clock.clock())
         return dg.MaterializeResult(metadata=intraday_metadata(result))

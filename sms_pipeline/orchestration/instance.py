@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sms_pipeline import package_files
 from sms_pipeline.db import connection
 from sms_pipeline.settings import Settings
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "dagster.yaml.template"
+TEMPLATE = package_files.dagster_template()
 
 
 def render(postgres_url: str) -> str:

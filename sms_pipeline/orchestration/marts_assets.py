@@ -29,7 +29,7 @@ from pydantic import Field
 
 from sms_pipeline.marts import cost_report
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
-from sms_pipeline.marts.project import dbt_project, prepare_manifest
+from sms_pipeline.marts.project import dbt_cli, dbt_project, prepare_manifest
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
@@ -99,7 +99,7 @@ def day_totals_metadata(totals: list[cost_report.DayTotal]) -> dg.MetadataValue:
 
 
 def definitions(settings: Settings) -> dg.Definitions:
-    project = dbt_project()
+    project = dbt_project(settings.home)
     manifest = prepare_manifest(project)
     partitions = day_partitions(settings)
     tz = settings.provider_timezone
@@ -207,5 +207,5 @@ def definitions(settings: Settings) -> dg.Definitions:
         assets=[marts_views, marts_daily, provider_summary],
         jobs=[full_rebuild],
         schedules=[weekly_full_rebuild],
-        resources={"dbt": DbtCliResource(project_dir=project)},
+        resources={"dbt": dbt_cli(project)},
     )

@@ -18,17 +18,20 @@ person can read (never recipient numbers or message text).
 # functions' annotations (context and resource types) at definition time.
 
 from dataclasses import asdict
+from datetime import date
 from typing import Any
 
 import dagster as dg
+import psycopg
 
+from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.reconcile import health
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.housekeeping import run_upkeep
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, SettingsResource
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource
 from sms_pipeline.orchestration.schedules import HOURLY_TAGS
 from sms_pipeline.settings import Settings
 
@@ -46,6 +49,13 @@ _SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.
 
 def definitions(settings: Settings) -> dg.Definitions:
     day_asset = day_asset_options(settings)
+    tz = settings.provider_timezone
+
+    def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock) -> ReconcileResult:
+        return reconcile_day(
+            conn, day, app_clock, provider_timezone=tz, correlation_window_s=settings.correlation_window_s,
+            non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
+        )
 
     @dg.multi_asset(
         specs=[
@@ -78,17 +88,16 @@ def definitions(settings: Settings) -> dg.Definitions:
     )
     def receipts_and_reconciliation(
         context: dg.AssetExecutionContext,
-        settings: SettingsResource,
         database: DatabaseResource,
         clock: ClockResource,
     ):
         # One transaction per day for both assets: the day's receipt events
         # are stored only once correlated and decided (see reconcile.run).
-        cfg, app_clock = settings.get(), clock.clock()
+        app_clock = clock.clock()
         with database.connect(autocommit=True) as conn:
             return day_by_day(
                 context,
-                lambda day: reconcile_day(conn, day, cfg, app_clock),
+                lambda day: reconcile(conn, day, app_clock),
                 {RECEIPTS: receipts_metadata, RECONCILIATION: reconciliation_metadata},
             )
 
@@ -104,13 +113,11 @@ def definitions(settings: Settings) -> dg.Definitions:
             "proof of non-submission, which needs the closed day), so outcomes are known within the hour."
         ),
     )
-    def intraday_reconciliation(
-        settings: SettingsResource, database: DatabaseResource, clock: ClockResource
-    ) -> dg.MaterializeResult:
-        cfg, app_clock = settings.get(), clock.clock()
-        today = local_date(app_clock.now(), cfg.provider_timezone)
+    def intraday_reconciliation(database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
+        app_clock = clock.clock()
+        today = local_date(app_clock.now(), tz)
         with database.connect(autocommit=True) as conn:
-            result = reconcile_day(conn, today, cfg, app_clock)
+            result = reconcile(conn, today, app_clock)
         return dg.MaterializeResult(metadata=reconciliation_metadata(result))
 
     @dg.asset(
@@ -126,19 +133,20 @@ def definitions(settings: Settings) -> dg.Definitions:
             "The health checks run after it."
         ),
     )
-    def upkeep(settings: SettingsResource, database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
-        cfg, app_clock = settings.get(), clock.clock()
+    def upkeep(database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
         with database.connect(autocommit=True) as conn:
-            done = run_upkeep(conn, cfg, app_clock)
+            done = run_upkeep(conn, clock.clock(), claim_lease_s=settings.claim_lease_s,
+                              validity_h=settings.validity_h, provider_timezone=tz)
         return dg.MaterializeResult(metadata=asdict(done))
 
-    checks = [_health_check(name) for name in health.READINGS]
+    thresholds = health.Thresholds(non_submission_grace_h=settings.non_submission_grace_h)
+    checks = [_health_check(name, thresholds) for name in health.READINGS]
     return dg.Definitions(
         assets=[receipts_and_reconciliation, intraday_reconciliation, upkeep], asset_checks=checks
     )
 
 
-def _health_check(name: str) -> dg.AssetChecksDefinition:
+def _health_check(name: str, thresholds: health.Thresholds) -> dg.AssetChecksDefinition:
     reading_of = health.READINGS[name]
 
     @dg.asset_check(
@@ -147,10 +155,9 @@ def _health_check(name: str) -> dg.AssetChecksDefinition:
         blocking=False,
         description=(reading_of.__doc__ or name.replace("_", " ")).strip().splitlines()[0],
     )
-    def check(settings: SettingsResource, database: DatabaseResource, clock: ClockResource) -> dg.AssetCheckResult:
-        cfg = settings.get()
+    def check(database: DatabaseResource, clock: ClockResource) -> dg.AssetCheckResult:
         with database.connect(autocommit=True) as conn:
-            reading = reading_of(conn, clock.clock().now(), cfg, health.Thresholds())
+            reading = reading_of(conn, clock.clock().now(), thresholds)
         return dg.AssetCheckResult(
             passed=reading.passed,
             severity=_SEVERITY[reading.severity],

@@ -1,41 +1,50 @@
-"""Dagster resources: settings, database, provider client and clock.
+"""Dagster resources: database, provider client and clock.
 
-Secrets reach the provider resource through ``EnvVar`` so the UI shows the
-variable's name, never its value.
+:func:`build_resources` makes them once, from the one validated settings
+object, and each carries what it uses as its own config: nothing here reads
+the environment again. Secrets (the provider's password or API key, and the
+database URL, which may hold a password) are referenced by variable name
+through ``EnvVar``, so the UI shows the name, never the value. The assets
+take the pipeline's other values from the same settings object, through
+their module's ``definitions(settings)``.
 """
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import dagster as dg
 import psycopg
+from pydantic import SecretStr
 
-from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import Clock, FrozenClock, RealClock
 from sms_pipeline.db import connection
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.settings import Secret, Settings
+from sms_pipeline.settings import Settings
 
 
-class SettingsResource(dg.ConfigurableResource):
-    """The validated ``SMS_PIPELINE_*`` / ``SMS_PROVIDER_*`` settings of this process."""
-
-    def get(self) -> Settings:
-        return settings_module.load()
+def _default(name: str) -> Any:
+    """The default of setting ``name``: the resources' defaults are the settings' own."""
+    return Settings.model_fields[name].default
 
 
 class DatabaseResource(dg.ConfigurableResource):
-    """The application database; ``url`` unset means the embedded server."""
+    """The application database: ``url``, else the embedded server kept in ``home``."""
 
     url: str | None = None
+    home: str | None = None
 
     def dsn(self) -> str:
-        return self.url or connection.app_url(settings_module.load())
+        if self.url:
+            return self.url
+        if not self.home:
+            raise ValueError("DatabaseResource needs a url, or the home folder of the embedded server")
+        return connection.app_url_for(None, Path(self.home))
 
     @contextmanager
     def connect(self, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
@@ -44,26 +53,31 @@ class DatabaseResource(dg.ConfigurableResource):
 
 
 class ProviderResource(dg.ConfigurableResource):
-    """The provider client; credentials come from the environment by name."""
+    """The provider client: account, zone, time-outs, report pacing and retries (as in the settings)."""
 
     base_url: str
     userid: str
-    password: str | None = None
+    password: str | None = None  # an EnvVar reference in a deployment (see build_resources)
     api_key: str | None = None
-    timezone: str = "Asia/Kolkata"
+    timezone: str = _default("provider_timezone").key
+    connect_timeout_s: float = _default("provider_connect_timeout_s")
+    read_timeout_s: float = _default("provider_read_timeout_s")
+    requests_per_s: float = _default("report_requests_per_s")
+    max_retries: int = _default("report_max_retries")
 
     def client(self) -> ProviderClient:
         """A new client (a context manager: close it when the step is done)."""
-        base = settings_module.load()
-        cfg = settings_module.replace(
-            base,
-            provider_base_url=self.base_url,
-            provider_userid=self.userid,
-            provider_password=Secret(self.password) if self.password else None,
-            provider_api_key=Secret(self.api_key) if self.api_key else None,
-            provider_timezone=ZoneInfo(self.timezone),
+        return ProviderClient(
+            self.base_url,
+            self.userid,
+            SecretStr(self.password) if self.password else None,
+            SecretStr(self.api_key) if self.api_key else None,
+            ZoneInfo(self.timezone),
+            connect_timeout=self.connect_timeout_s,
+            read_timeout=self.read_timeout_s,
+            requests_per_s=self.requests_per_s,
+            max_retries=self.max_retries,
         )
-        return ProviderClient.from_settings(cfg)
 
 
 class ClockResource(dg.ConfigurableResource):
@@ -77,20 +91,37 @@ class ClockResource(dg.ConfigurableResource):
         return RealClock()
 
 
-def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    def secret_env(name: str) -> str | None:
-        # EnvVar keeps the value out of the UI; only reference variables that are set.
-        return dg.EnvVar(name) if os.environ.get(name) else None
+def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict[str, dg.ConfigurableResource]:
+    """The shared resources, from the one validated settings object.
+
+    ``secrets_by_name``: each secret that is set becomes ``EnvVar(variable)``,
+    which Dagster resolves in the run's process from the environment the
+    settings were read from (the UI shows the name only). ``False`` puts the
+    values themselves in the config: only for tests whose settings come from
+    a mapping, not the process environment; a deployment's UI would show them.
+    """
+
+    def secret(variable: str, value: SecretStr | str | None) -> Any:
+        if value is None:
+            return None
+        if secrets_by_name:
+            return dg.EnvVar(variable)
+        return value.get_secret_value() if isinstance(value, SecretStr) else value
 
     return {
-        "settings": SettingsResource(),
-        "database": DatabaseResource(url=dg.EnvVar("SMS_PIPELINE_DATABASE_URL") if settings.database_url else None),
+        "database": DatabaseResource(
+            url=secret("SMS_PIPELINE_DATABASE_URL", settings.database_url), home=str(settings.home)
+        ),
         "provider": ProviderResource(
             base_url=settings.provider_base_url,
             userid=settings.provider_userid,
-            password=secret_env("SMS_PROVIDER_PASSWORD"),
-            api_key=secret_env("SMS_PROVIDER_API_KEY"),
+            password=secret("SMS_PROVIDER_PASSWORD", settings.provider_password),
+            api_key=secret("SMS_PROVIDER_API_KEY", settings.provider_api_key),
             timezone=settings.provider_timezone.key,
+            connect_timeout_s=settings.provider_connect_timeout_s,
+            read_timeout_s=settings.provider_read_timeout_s,
+            requests_per_s=settings.report_requests_per_s,
+            max_retries=settings.report_max_retries,
         ),
         "clock": ClockResource(),
     }

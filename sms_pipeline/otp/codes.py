@@ -20,8 +20,9 @@ import stat
 import tempfile
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from sms_pipeline.errors import SettingsError
-from sms_pipeline.settings import Settings
 
 KEY_FILE_NAME = "otp_hmac.key"
 MIN_KEY_BYTES = 16
@@ -62,15 +63,15 @@ def code_hmac(key: bytes, tenant_id: str, recipient: str, code: str) -> bytes:
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
-def hmac_key(settings: Settings) -> bytes:
-    """The key from settings, else the one kept in the home folder (made on first use)."""
-    if settings.otp_hmac_key is not None:
-        key = settings.otp_hmac_key.reveal().encode("utf-8")
+def hmac_key(configured: SecretStr | None, home: Path) -> bytes:
+    """``configured`` (``SMS_PIPELINE_OTP_HMAC_KEY``), else the key kept in ``home`` (made on first use)."""
+    if configured is not None:
+        key = configured.get_secret_value().encode("utf-8")
         if len(key) < MIN_KEY_BYTES:
             raise SettingsError(f"SMS_PIPELINE_OTP_HMAC_KEY is too short: use at least {MIN_KEY_BYTES} bytes "
                                 "of random text (e.g. python -c 'import secrets; print(secrets.token_hex(32))')")
         return key
-    return _key_from_file(settings.home / KEY_FILE_NAME)
+    return _key_from_file(home / KEY_FILE_NAME)
 
 
 def _key_from_file(path: Path) -> bytes:

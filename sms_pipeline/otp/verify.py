@@ -65,7 +65,7 @@ def check_code(conn: psycopg.Connection, tenant: str, recipient: str, purpose: s
     digest = codes.code_hmac(hmac_key, tenant, number, codes.normalise_entered(code))
     now = (clock or RealClock()).now()
     with conn.transaction():
-        result, attempts_left = conn.execute(queries.load("otp_verify"), {
-            "tenant_id": tenant, "recipient": number, "purpose": purpose, "session_binding": session_binding,
-            "code_hmac": digest, "now": now}).fetchone()
+        result, attempts_left = queries.run(
+            conn, "otp_verify", tenant_id=tenant, recipient=number, purpose=purpose,
+            session_binding=session_binding, code_hmac=digest, now=now).fetchone()
     return Verification(VerifyResult(result), attempts_left)

@@ -1,7 +1,7 @@
 """The SMSGatewayCenter client production uses (and tests run against the simulator).
 
 Sends are never retried here: each returns one of four outcomes and the
-worker decides (design.md, "Send outcomes"). Report calls are paced,
+worker decides (docs/design.md#send-outcomes). Report calls are paced,
 retried with exponential backoff on 429 / 5xx / time-outs, and bounded.
 
 Credentials travel in POST form bodies or the ``apiKey`` header; only the
@@ -47,7 +47,9 @@ from sms_pipeline.provider.results import (
     SummaryRow,
     TxnReportRow,
 )
-from sms_pipeline.settings import Secret, Settings
+from pydantic import SecretStr
+
+from sms_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -95,8 +97,8 @@ class ProviderClient:
         self,
         base_url: str,
         userid: str,
-        password: Secret | None,
-        api_key: Secret | None,
+        password: SecretStr | None,
+        api_key: SecretStr | None,
         timezone: ZoneInfo,
         connect_timeout: float = 5.0,
         read_timeout: float = 30.0,
@@ -121,11 +123,12 @@ class ProviderClient:
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
             transport=transport,
             follow_redirects=False,
-            headers={"apiKey": api_key.reveal()} if api_key is not None else None,
+            headers={"apiKey": api_key.get_secret_value()} if api_key is not None else None,
         )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> ProviderClient:
+        """The client the settings describe (for the edges: CLI, demo, tests; the stages take a client)."""
         options: dict[str, Any] = dict(
             base_url=settings.provider_base_url,
             userid=settings.provider_userid,
@@ -160,13 +163,13 @@ class ProviderClient:
         if self._api_key is not None:
             return {"userid": self.userid}
         assert self._password is not None
-        return {"userid": self.userid, "password": self._password.reveal()}
+        return {"userid": self.userid, "password": self._password.get_secret_value()}
 
     def _safe(self, text: str) -> str:
         """``text`` with any credential masked (exception messages may quote URLs)."""
         for secret in (self._password, self._api_key):
-            if secret is not None and secret.reveal():
-                text = text.replace(secret.reveal(), "***")
+            if secret is not None and secret.get_secret_value():
+                text = text.replace(secret.get_secret_value(), "***")
         return mask_credentials(text)
 
     def _describe(self, exc: Exception) -> str:

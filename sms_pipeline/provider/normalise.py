@@ -3,7 +3,7 @@
 Two parts:
 
 1. The **shape table**: every key name, list name, code and format that
-   provider-contract.md marks [assumed] (or [seen] without a published
+   docs/provider-contract.md marks [assumed] (or [seen] without a published
    spec). When a real account shows a different shape, this table is what
    changes; nothing else in the client names a provider field.
 2. The **normalisation**: JSON decoded with numbers kept as text (an id never
@@ -41,7 +41,7 @@ from sms_pipeline.provider.results import (
 )
 
 # =============================================================================
-# 1. Shape table ([assumed] / [seen] shapes of provider-contract.md)
+# 1. Shape table ([assumed] / [seen] shapes of docs/provider-contract.md)
 # =============================================================================
 
 PATHS: Mapping[str, str] = {

@@ -25,7 +25,8 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 
-from sms_pipeline.reconcile import statements
+from sms_pipeline.db import queries
+from sms_pipeline.reconcile import transaction
 from sms_pipeline.reconcile.correlate import window_ms
 
 
@@ -44,20 +45,20 @@ class Applied:
 def apply_receipts(
     conn: psycopg.Connection, *, window: timedelta, provider_timezone: ZoneInfo, now: datetime
 ) -> Applied:
-    statements.run(conn, "reconcile_apply_events")
-    statements.analyze(conn, "reconcile_events")
-    statements.run(conn, "reconcile_apply_decide")
-    statements.analyze(conn, "reconcile_message_decisions")
-    confirmed = statements.scalar(
+    queries.run(conn, "reconcile_apply_events")
+    transaction.analyze(conn, "reconcile_events")
+    queries.run(conn, "reconcile_apply_decide")
+    transaction.analyze(conn, "reconcile_message_decisions")
+    confirmed = queries.scalar(
         conn, "reconcile_apply_confirm_submission", time_zone=provider_timezone.key, now=now
     )
-    changed = statements.run(conn, "reconcile_apply_messages", window_ms=window_ms(window), now=now).fetchall()
+    changed = queries.run(conn, "reconcile_apply_messages", window_ms=window_ms(window), now=now).fetchall()
     moves = {f"{old}->{new}": n for old, new, n in changed if old != new}
     if confirmed:
         moves["unknown->submitted"] = confirmed
-    statements.run(conn, "reconcile_apply_dispositions")
-    statements.run(conn, "reconcile_apply_receipts", now=now)
-    dispositions = statements.counts(conn, "reconcile_apply_disposition_counts")
+    queries.run(conn, "reconcile_apply_dispositions")
+    queries.run(conn, "reconcile_apply_receipts", now=now)
+    dispositions = queries.counts(conn, "reconcile_apply_disposition_counts")
     return Applied(
         submissions_confirmed=confirmed,
         rows_updated=sum(n for _, _, n in changed),

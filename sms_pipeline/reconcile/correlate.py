@@ -1,4 +1,4 @@
-"""The three correlation passes of design.md, set-based and three-valued.
+"""The three correlation passes (docs/design.md#correlation), set-based and three-valued.
 
 Every msgId with uncorrelated receipt events is tried on every run (the
 day's new events staged by :mod:`sms_pipeline.reconcile.receipts`, stored
@@ -28,7 +28,8 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 
-from sms_pipeline.reconcile import statements
+from sms_pipeline.db import queries
+from sms_pipeline.reconcile import transaction
 
 
 @dataclass(frozen=True)
@@ -61,24 +62,24 @@ def correlate(
     now: datetime,
 ) -> Correlation:
     """Run the passes and record ambiguous / not-found results (rows and events)."""
-    statements.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key)
-    statements.analyze(conn, "reconcile_uncorrelated")
-    statements.run(conn, "reconcile_correlate_by_msgid")
-    statements.analyze(conn, "reconcile_pairs_by_msgid")
-    statements.run(conn, "reconcile_correlate_by_transaction")
-    statements.analyze(conn, "reconcile_pairs_by_transaction")
-    statements.run(conn, "reconcile_correlate_by_reconstruction", window=window)
-    statements.analyze(conn, "reconcile_pairs_by_reconstruction")
-    statements.run(conn, "reconcile_correlate_decide")
-    statements.analyze(conn, "reconcile_decisions")
-    tried, by_msgid, by_txn, by_reconstruction, ambiguous = statements.run(
+    queries.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key)
+    transaction.analyze(conn, "reconcile_uncorrelated")
+    queries.run(conn, "reconcile_correlate_by_msgid")
+    transaction.analyze(conn, "reconcile_pairs_by_msgid")
+    queries.run(conn, "reconcile_correlate_by_transaction")
+    transaction.analyze(conn, "reconcile_pairs_by_transaction")
+    queries.run(conn, "reconcile_correlate_by_reconstruction", window=window)
+    transaction.analyze(conn, "reconcile_pairs_by_reconstruction")
+    queries.run(conn, "reconcile_correlate_decide")
+    transaction.analyze(conn, "reconcile_decisions")
+    tried, by_msgid, by_txn, by_reconstruction, ambiguous = queries.run(
         conn, "reconcile_correlate_summary"
     ).fetchone()
-    statements.run(conn, "reconcile_correlate_unmatched")
-    statements.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
+    queries.run(conn, "reconcile_correlate_unmatched")
+    queries.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
     ms = window_ms(window)
-    rows_ambiguous = statements.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms, now=now)
-    rows_not_found = statements.scalar(
+    rows_ambiguous = queries.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms, now=now)
+    rows_not_found = queries.scalar(
         conn, "reconcile_correlate_not_found_rows", day_start=day_start, day_end=day_end, window_ms=ms, now=now
     )
     return Correlation(

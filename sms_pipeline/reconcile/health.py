@@ -16,14 +16,16 @@ from typing import Any, Literal
 
 import psycopg
 
-from sms_pipeline.reconcile import statements
-from sms_pipeline.settings import Settings
+from sms_pipeline.db import queries
 
 Severity = Literal["WARN", "ERROR"]
 
 
 @dataclass(frozen=True)
 class Thresholds:
+    # SMS_PIPELINE_NON_SUBMISSION_GRACE_H: an unknown row still open this long (plus two days)
+    # after its day closed should have been decided by the day report's reconciliation.
+    non_submission_grace_h: int = field(kw_only=True)
     oldest_pending_warn_s: int = 15 * 60  # the worker should drain the queue within minutes
     oldest_pending_error_s: int = 60 * 60  # an hour: sending has stopped
     # Messages created in [now - ratio_window_end - ratio_window, now - ratio_window_end) should
@@ -47,9 +49,9 @@ class Reading:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def oldest_pending(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def oldest_pending(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Age of the oldest pending/claimed work (0 when empty): is sending keeping up?"""
-    age = statements.scalar(conn, "oldest_pending_age_seconds", now=now)
+    age = queries.scalar(conn, "oldest_pending_age_seconds", now=now)
     severity: Severity = "ERROR" if age > t.oldest_pending_error_s else "WARN"
     return Reading(
         "oldest_pending_age",
@@ -61,10 +63,10 @@ def oldest_pending(conn: psycopg.Connection, now: datetime, settings: Settings, 
     )
 
 
-def pending_ratio(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def pending_ratio(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Share of submitted messages still without a final receipt, per class."""
     until = now - t.ratio_window_end
-    rows = statements.run(conn, "pending_ratio_by_class", since=until - t.ratio_window, until=until).fetchall()
+    rows = queries.run(conn, "pending_ratio_by_class", since=until - t.ratio_window, until=until).fetchall()
     ratios = {cls: float(ratio) for cls, _submitted, _pending, ratio in rows}
     submitted = {cls: n for cls, n, _pending, _ratio in rows}
     failing = sorted(cls for cls, ratio in ratios.items() if ratio > t.still_pending_ratio_error)
@@ -81,10 +83,10 @@ def pending_ratio(conn: psycopg.Connection, now: datetime, settings: Settings, t
     )
 
 
-def receipts_flowing(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def receipts_flowing(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Receipts still arriving for what was sent (a dead receipt pipeline is an ERROR)."""
-    seconds = statements.scalar(conn, "seconds_since_last_receipt", now=now)
-    last_at, awaiting = statements.run(
+    seconds = queries.scalar(conn, "seconds_since_last_receipt", now=now)
+    last_at, awaiting = queries.run(
         conn, "reconcile_health_receipts_awaited", now=now, expected_lag=t.receipt_expected_lag
     ).fetchone()
     silent = seconds is None or seconds > t.receipt_silence_error.total_seconds()
@@ -108,9 +110,9 @@ def receipts_flowing(conn: psycopg.Connection, now: datetime, settings: Settings
     )
 
 
-def orphan_rate(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def orphan_rate(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Share of recent receipt events that match no message."""
-    receipts, orphaned, rate = statements.run(
+    receipts, orphaned, rate = queries.run(
         conn, "reconcile_health_orphan_rate", since=now - t.orphan_window, now=now
     ).fetchone()
     return Reading(
@@ -123,16 +125,16 @@ def orphan_rate(conn: psycopg.Connection, now: datetime, settings: Settings, t: 
     )
 
 
-def _open_evidence(conn: psycopg.Connection, now: datetime, settings: Settings) -> tuple[datetime, dict[str, Any]]:
+def _open_evidence(conn: psycopg.Connection, now: datetime, t: Thresholds) -> tuple[datetime, dict[str, Any]]:
     # By then a complete day report (close + grace) has been reconciled: the
     # row should have been matched or proved never submitted.
-    stale_before = now - timedelta(hours=settings.non_submission_grace_h) - timedelta(days=2)
-    return stale_before, statements.record(conn, "reconcile_health_open_evidence", stale_before=stale_before)
+    stale_before = now - timedelta(hours=t.non_submission_grace_h) - timedelta(days=2)
+    return stale_before, queries.record(conn, "reconcile_health_open_evidence", stale_before=stale_before)
 
 
-def unknown_open(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def unknown_open(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Unknown rows waiting for evidence, and those overdue for a decision."""
-    stale_before, row = _open_evidence(conn, now, settings)
+    stale_before, row = _open_evidence(conn, now, t)
     return Reading(
         "unknown_open",
         passed=row["unknown_stale"] == 0,
@@ -143,9 +145,9 @@ def unknown_open(conn: psycopg.Connection, now: datetime, settings: Settings, t:
     )
 
 
-def ambiguous_open(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def ambiguous_open(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Open rows left ambiguous by correlation: a person must decide."""
-    _, row = _open_evidence(conn, now, settings)
+    _, row = _open_evidence(conn, now, t)
     return Reading(
         "ambiguous_open",
         passed=row["ambiguous_open"] == 0,
@@ -156,9 +158,9 @@ def ambiguous_open(conn: psycopg.Connection, now: datetime, settings: Settings, 
     )
 
 
-def unpriced(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thresholds) -> Reading:
+def unpriced(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
     """Billed units without a rate-card price (cost NULL)."""
-    rows, units = statements.run(conn, "reconcile_health_unpriced", since=now - t.unpriced_window, now=now).fetchone()
+    rows, units = queries.run(conn, "reconcile_health_unpriced", since=now - t.unpriced_window, now=now).fetchone()
     return Reading(
         "unpriced_units",
         passed=units == 0 and rows == 0,
@@ -169,7 +171,7 @@ def unpriced(conn: psycopg.Connection, now: datetime, settings: Settings, t: Thr
     )
 
 
-READINGS: dict[str, Callable[[psycopg.Connection, datetime, Settings, Thresholds], Reading]] = {
+READINGS: dict[str, Callable[[psycopg.Connection, datetime, Thresholds], Reading]] = {
     "oldest_pending_age": oldest_pending,
     "still_pending_ratio": pending_ratio,
     "receipts_flowing": receipts_flowing,
@@ -180,8 +182,5 @@ READINGS: dict[str, Callable[[psycopg.Connection, datetime, Settings, Thresholds
 }
 
 
-def read_all(
-    conn: psycopg.Connection, settings: Settings, now: datetime, t: Thresholds | None = None
-) -> dict[str, Reading]:
-    thresholds = t or Thresholds()
-    return {name: reading(conn, now, settings, thresholds) for name, reading in READINGS.items()}
+def read_all(conn: psycopg.Connection, now: datetime, t: Thresholds) -> dict[str, Reading]:
+    return {name: reading(conn, now, t) for name, reading in READINGS.items()}

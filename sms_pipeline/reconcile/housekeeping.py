@@ -4,7 +4,7 @@
   -> ``expired``: :mod:`sms_pipeline.send.upkeep`);
 - ``submitted`` rows past validity with no final receipt -> ``expired``;
 - monthly partitions created ahead for messages and receipts;
-- retention per seed 003: receipt partitions older than 90 days dropped,
+- retention (docs/design.md#retention): receipt partitions older than 90 days dropped,
   resolved orphans deleted after 30 days, expired OTP verifications purged
   before any message partition is dropped (message partitions only when a
   message horizon is given: how long to keep them is finance's decision).
@@ -17,16 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import psycopg
 
 from sms_pipeline.core.clock import Clock
-from sms_pipeline.reconcile import statements
-from sms_pipeline.settings import Settings
+from sms_pipeline.db import queries
+from sms_pipeline.reconcile import transaction
 from sms_pipeline.send import upkeep as send_queue_upkeep
 
-RECEIPT_RETENTION = timedelta(days=90)  # seed 003; also the provider's own report horizon
-RESOLVED_ORPHAN_RETENTION = timedelta(days=30)  # seed 003; unresolved orphans are kept
+RECEIPT_RETENTION = timedelta(days=90)  # docs/design.md#retention; also the simulator's report horizon
+RESOLVED_ORPHAN_RETENTION = timedelta(days=30)  # docs/design.md#retention; unresolved orphans are kept
 OTP_VERIFICATION_RETENTION = timedelta(days=1)  # after expiry: a code is useless, keep a day for support
 
 
@@ -47,26 +48,33 @@ class Upkeep:
 
 
 def run_upkeep(
-    conn: psycopg.Connection, settings: Settings, clock: Clock, *, message_retention: timedelta | None = None
+    conn: psycopg.Connection,
+    clock: Clock,
+    *,
+    claim_lease_s: int,
+    validity_h: int,
+    provider_timezone: ZoneInfo,
+    message_retention: timedelta | None = None,
 ) -> Upkeep:
-    statements.require_no_open_transaction(conn)
+    """Every upkeep step (see the module); ``claim_lease_s`` and ``validity_h`` as the settings of those names."""
+    transaction.require_no_open_transaction(conn)
     now = clock.now()
-    queue = send_queue_upkeep.run_upkeep(conn, now=now, lease=timedelta(seconds=settings.claim_lease_s))
-    submitted_expired = expire_unconfirmed(conn, settings, now)
+    queue = send_queue_upkeep.run_upkeep(conn, now=now, lease=timedelta(seconds=claim_lease_s))
+    submitted_expired = expire_unconfirmed(conn, now, validity_h=validity_h)
     with conn.transaction():
-        created = statements.record(conn, "reconcile_upkeep_partitions_ahead", now=now)
+        created = queries.record(conn, "reconcile_upkeep_partitions_ahead", now=now)
     with conn.transaction():
-        retention = statements.record(
+        retention = queries.record(
             conn, "reconcile_upkeep_retention",
             otp_expired_before=now - OTP_VERIFICATION_RETENTION,
             receipts_before=now - RECEIPT_RETENTION,
-            raw_reports_before=(now - RECEIPT_RETENTION).astimezone(settings.provider_timezone).date(),
+            raw_reports_before=(now - RECEIPT_RETENTION).astimezone(provider_timezone).date(),
             orphans_resolved_before=now - RESOLVED_ORPHAN_RETENTION,
         )  # fmt: skip
     messages_dropped = 0
     if message_retention is not None:
         with conn.transaction():
-            messages_dropped = statements.scalar(
+            messages_dropped = queries.scalar(
                 conn, "reconcile_upkeep_drop_messages", messages_before=now - message_retention
             )
     return Upkeep(
@@ -79,14 +87,14 @@ def run_upkeep(
         **retention,
     )
 
-def expire_unconfirmed(conn: psycopg.Connection, settings: Settings, now: datetime) -> int:
+def expire_unconfirmed(conn: psycopg.Connection, now: datetime, *, validity_h: int) -> int:
     """Only the validity sweep (``submitted`` past validity -> ``expired``); commits."""
-    statements.require_no_open_transaction(conn)
+    transaction.require_no_open_transaction(conn)
     with conn.transaction():
         # Under the reconciliation's lock: a row expired between a reconciliation's
         # decision and its update would leave that receipt marked applied.
-        statements.lock(conn)
-        return statements.scalar(
+        transaction.lock(conn)
+        return queries.scalar(
             conn, "reconcile_upkeep_expire_submitted",
-            submitted_before=now - timedelta(hours=settings.validity_h), now=now,
+            submitted_before=now - timedelta(hours=validity_h), now=now,
         )  # fmt: skip

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import psycopg
 
-from sms_pipeline.reconcile import statements
+from sms_pipeline.db import queries
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,6 @@ class Orphans:
 
 def settle_orphans(conn: psycopg.Connection, *, now: datetime) -> Orphans:
     """Resolve matched orphans, then open new ones (inside the caller's transaction)."""
-    resolved = statements.scalar(conn, "reconcile_orphans_resolve", now=now)
-    opened = statements.scalar(conn, "reconcile_orphans_open")
+    resolved = queries.scalar(conn, "reconcile_orphans_resolve", now=now)
+    opened = queries.scalar(conn, "reconcile_orphans_open")
     return Orphans(opened=opened, resolved=resolved)

@@ -21,7 +21,8 @@ from datetime import date, datetime
 
 import psycopg
 
-from sms_pipeline.reconcile import statements
+from sms_pipeline.db import queries
+from sms_pipeline.reconcile import transaction
 
 
 @dataclass(frozen=True)
@@ -39,13 +40,13 @@ class ReceiptLoad:
 
 def stage_new_receipts(conn: psycopg.Connection, day: date, now: datetime) -> ReceiptLoad:
     """Stage day ``day``'s events not stored yet; what the raw loads held."""
-    statements.run(conn, "reconcile_receipts_normalise", report_date=day)
-    statements.run(conn, "reconcile_receipts_new_events", now=now)
-    statements.analyze(conn, "reconcile_new_events")
-    source_rows, unkeyed, new, new_unmapped, unmapped_rows, unmapped_words = statements.run(
+    queries.run(conn, "reconcile_receipts_normalise", report_date=day)
+    queries.run(conn, "reconcile_receipts_new_events", now=now)
+    transaction.analyze(conn, "reconcile_new_events")
+    source_rows, unkeyed, new, new_unmapped, unmapped_rows, unmapped_words = queries.run(
         conn, "reconcile_receipts_counts"
     ).fetchone()
-    created = statements.scalar(conn, "reconcile_receipts_partitions")
+    created = queries.scalar(conn, "reconcile_receipts_partitions")
     return ReceiptLoad(
         day=day,
         source_rows=source_rows,
@@ -61,6 +62,6 @@ def stage_new_receipts(conn: psycopg.Connection, day: date, now: datetime) -> Re
 
 def store_new_receipts(conn: psycopg.Connection, staged: ReceiptLoad, now: datetime) -> None:
     """Insert the staged events with their correlation and disposition (after the decisions)."""
-    stored = statements.scalar(conn, "reconcile_receipts_insert", now=now)
+    stored = queries.scalar(conn, "reconcile_receipts_insert", now=now)
     if stored != staged.new_receipts:
         raise RuntimeError(f"stored {stored} receipt events of {staged.day}, staged {staged.new_receipts}")

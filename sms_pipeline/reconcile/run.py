@@ -13,18 +13,18 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import psycopg
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.provider_time import day_bounds
-from sms_pipeline.reconcile import statements
+from sms_pipeline.reconcile import transaction
 from sms_pipeline.reconcile.apply import Applied, apply_receipts
 from sms_pipeline.reconcile.correlate import Correlation, correlate
 from sms_pipeline.reconcile.non_submission import NonSubmission, prove_non_submission
 from sms_pipeline.reconcile.orphans import Orphans, settle_orphans
 from sms_pipeline.reconcile.receipts import ReceiptLoad, stage_new_receipts, store_new_receipts
-from sms_pipeline.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,30 @@ class ReconcileResult:
         }
 
 
-def reconcile_day(conn: psycopg.Connection, day: date, settings: Settings, clock: Clock) -> ReconcileResult:
-    """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day; commits."""
-    statements.require_no_open_transaction(conn)
+def reconcile_day(
+    conn: psycopg.Connection,
+    day: date,
+    clock: Clock,
+    *,
+    provider_timezone: ZoneInfo,
+    correlation_window_s: int,
+    non_submission_grace_h: int,
+    partition_start: date,
+) -> ReconcileResult:
+    """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day; commits.
+
+    ``correlation_window_s``: ± seconds for correlation by reconstruction;
+    ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`.
+    """
+    transaction.require_no_open_transaction(conn)
     started = time.perf_counter()
     now = clock.now()
-    tz = settings.provider_timezone
+    tz = provider_timezone
     day_start, day_end = day_bounds(day, tz)
-    window = timedelta(seconds=settings.correlation_window_s)
+    window = timedelta(seconds=correlation_window_s)
     with conn.transaction():
-        statements.lock(conn)
-        statements.use_set_based_memory(conn)
+        transaction.lock(conn)
+        transaction.use_set_based_memory(conn)
         receipts = stage_new_receipts(conn, day, now)
         correlation = correlate(
             conn, day_start=day_start, day_end=day_end, window=window, provider_timezone=tz, now=now
@@ -86,7 +99,10 @@ def reconcile_day(conn: psycopg.Connection, day: date, settings: Settings, clock
         applied = apply_receipts(conn, window=window, provider_timezone=tz, now=now)
         store_new_receipts(conn, receipts, now)
         orphans = settle_orphans(conn, now=now)
-        proof = prove_non_submission(conn, day=day, settings=settings, now=now)
+        proof = prove_non_submission(
+            conn, day=day, now=now, provider_timezone=tz, non_submission_grace_h=non_submission_grace_h,
+            partition_start=partition_start,
+        )
     return ReconcileResult(
         day=day,
         receipts=receipts,

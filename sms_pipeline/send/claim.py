@@ -57,9 +57,9 @@ def claim(conn: psycopg.Connection, *, channel: str, message_class: str, now: da
         # Prepared, with one generic plan: planning this UPDATE anew for every
         # batch (every partition and its indexes) was about a quarter of the
         # claim's server time, and the plan is the same index walk each time.
-        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cur.execute(queries.load("claim_queue"),
-                    {"channel": channel, "message_class": message_class, "now": now, "limit": limit}, prepare=True)
+        queries.run(cur, "set_local_generic_plan")
+        queries.run(cur, "claim_queue", prepare=True,
+                    channel=channel, message_class=message_class, now=now, limit=limit)
         if tuple(column.name for column in cur.description) != _FIELDS:
             raise RuntimeError("claim_queue.sql must return the fields of ClaimedMessage, in order")
         claimed = [ClaimedMessage(*row) for row in cur.fetchall()]

@@ -2,7 +2,7 @@
 
 - **One recipient per request**, always, through ``/otp`` ``generate``: the
   path has no transaction id (``"0"``), so batching would leave nothing to
-  tell the recipients' messages apart (seed 000).
+  tell the recipients' messages apart (docs/design.md#otp).
 - **The code is made here**, just before the call, with ``secrets``, and
   passed as ``otp``; the row's body stays the template with ``$otp$``
   (segments were counted at intake on the rendered length). The code lives
@@ -38,7 +38,6 @@ from sms_pipeline.errors import SettingsError
 from sms_pipeline.otp import codes
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
-from sms_pipeline.settings import Settings
 from sms_pipeline.send.batching import SendBatch, plan_requests
 from sms_pipeline.send.claim import ClaimedMessage
 from sms_pipeline.send.loop import QueueKey, Sent, SendStrategy
@@ -54,7 +53,7 @@ MIN_CODE_LENGTH = 4
 
 @dataclass(frozen=True)
 class OtpPolicy:
-    """How codes are made and how long they live (from settings)."""
+    """How codes are made and how long they live (``SMS_PIPELINE_OTP_*``; the edge builds it from settings)."""
 
     code_length: int
     code_type: str
@@ -72,11 +71,6 @@ class OtpPolicy:
                                 f"got {self.code_length}")
         if self.code_type not in codes.ALPHABETS:
             raise SettingsError(f"SMS_PIPELINE_OTP_CODE_TYPE must be one of {', '.join(codes.ALPHABETS)}")
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> OtpPolicy:
-        return cls(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
-                   settings.otp_max_attempts, codes.hmac_key(settings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +114,10 @@ class OtpStrategy:
         with conn.transaction():
             applied = apply_outcome(conn, sent.batch, sent.outcome, now=now, price_time_zone=self.price_time_zone)
             if applied.submitted or applied.unknown:
-                written = conn.execute(queries.load("otp_record_verification"), {
-                    "id": message.id, "created_at": message.created_at, "code_hmac": sent.code_hmac,
-                    "now": now, "expiry_s": self.policy.expiry_s, "retry_after_s": retry_after_s,
-                    "max_attempts": self.policy.max_attempts}).fetchall()
+                written = queries.run(
+                    conn, "otp_record_verification", id=message.id, created_at=message.created_at,
+                    code_hmac=sent.code_hmac, now=now, expiry_s=self.policy.expiry_s, retry_after_s=retry_after_s,
+                    max_attempts=self.policy.max_attempts).fetchall()
                 if not written:
                     # Only a row enqueued around intake (no msg.otp_request) gets here.
                     log.error("OTP attempt_key=%s went out but has no OTP request: it cannot be verified",
@@ -131,7 +125,7 @@ class OtpStrategy:
         return applied
 
 
-def otp_strategies(client: ProviderClient, settings: Settings) -> dict[QueueKey, SendStrategy]:
+def otp_strategies(client: ProviderClient, price_time_zone: str, policy: OtpPolicy) -> dict[QueueKey, SendStrategy]:
     """The strategies this package adds to the worker: SMS OTP."""
-    strategy = OtpStrategy(client, settings.provider_timezone.key, OtpPolicy.from_settings(settings))
+    strategy = OtpStrategy(client, price_time_zone, policy)
     return {(Channel.sms.value, MessageClass.otp.value): strategy}

@@ -1,4 +1,4 @@
-"""What a provider answer does to the rows of its request (design.md, "Send outcomes").
+"""What a provider answer does to the rows of its request (docs/design.md#send-outcomes).
 
 :func:`decide` is the pure table; :func:`apply_outcome` writes it in one
 transaction with statements from ``sql/queries/worker_*.sql``, every one of
@@ -29,7 +29,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 import psycopg
 
@@ -111,10 +110,6 @@ def decide(outcome: SendOutcome, message_class: str) -> Decision:
     raise TypeError(f"not a send outcome: {type(outcome).__name__}")
 
 
-def _run(conn: psycopg.Connection, name: str, params: dict[str, Any]) -> list[tuple]:
-    return conn.execute(queries.load(name), params).fetchall()
-
-
 def _log_rows(rows: list[tuple], state: str) -> None:
     for row in rows:
         log.debug("row attempt_key=%s state=%s", row[1], state)
@@ -134,28 +129,28 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
             assert isinstance(outcome, SendAccepted)
             rejected: list[tuple] = []
             if outcome.invalid:  # most answers refuse no number: then there is nothing to reject
-                rejected = _run(conn, "worker_reject", {
-                    **base, "recipients": list(outcome.invalid), "reason": INVALID_MOBILE_REASON,
-                    "status_code": None, "cause": None, "transaction_id": outcome.transaction_id})
-            submitted = _run(conn, "worker_submit", {
-                **base, "transaction_id": outcome.transaction_id, "campaign_id": outcome.campaign_id,
-                "price_time_zone": price_time_zone})
+                rejected = queries.run(
+                    conn, "worker_reject", **base, recipients=list(outcome.invalid), reason=INVALID_MOBILE_REASON,
+                    status_code=None, cause=None, transaction_id=outcome.transaction_id).fetchall()
+            submitted = queries.run(
+                conn, "worker_submit", **base, transaction_id=outcome.transaction_id,
+                campaign_id=outcome.campaign_id, price_time_zone=price_time_zone).fetchall()
             _log_rows(rejected, "rejected")
             _log_rows(submitted, "submitted")
             applied = AppliedOutcome(decision, submitted=len(submitted), rejected=len(rejected),
                                      unpriced=sum(1 for row in submitted if row[2]))
         elif decision.action is Action.reject:
-            rejected = _run(conn, "worker_reject", {
-                **base, "recipients": None, "reason": decision.reason, "status_code": decision.status_code,
-                "cause": decision.cause, "transaction_id": None})
+            rejected = queries.run(
+                conn, "worker_reject", **base, recipients=None, reason=decision.reason,
+                status_code=decision.status_code, cause=decision.cause, transaction_id=None).fetchall()
             _log_rows(rejected, "rejected")
             applied = AppliedOutcome(decision, rejected=len(rejected))
         elif decision.action is Action.mark_unknown:
-            unknown = _run(conn, "worker_mark_unknown", {**base, "reason": decision.reason})
+            unknown = queries.run(conn, "worker_mark_unknown", **base, reason=decision.reason).fetchall()
             _log_rows(unknown, "unknown")
             applied = AppliedOutcome(decision, unknown=len(unknown))
         else:
-            released = _run(conn, "worker_release", {**base, "reason": decision.reason})
+            released = queries.run(conn, "worker_release", **base, reason=decision.reason).fetchall()
             _log_rows(released, "pending")
             applied = AppliedOutcome(decision, released=len(released))
     _log_summary(batch, outcome, applied)
@@ -165,8 +160,8 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
 def release_unsent(conn: psycopg.Connection, batch: SendBatch, *, now: datetime, reason: str) -> int:
     """Give back rows whose request was never made (the worker is stopping); returns how many."""
     with conn.transaction():
-        rows = _run(conn, "worker_release", {"ids": batch.ids, "created_ats": batch.created_ats, "now": now,
-                                             "reason": reason})
+        rows = queries.run(conn, "worker_release", ids=batch.ids, created_ats=batch.created_ats, now=now,
+                           reason=reason).fetchall()
     _log_rows(rows, "pending")
     log.info("released unsent attempt_key=%s rows=%d reason=%s", batch.first_attempt_key, len(rows), reason)
     return len(rows)

@@ -33,15 +33,14 @@ class UpkeepCounts:
 def expire_stale_claims(conn: psycopg.Connection, *, now: datetime, lease: timedelta) -> int:
     """Claims older than ``lease`` -> ``unknown``; returns how many."""
     with conn.transaction():
-        rows = conn.execute(queries.load("stuck_claims"),
-                            {"now": now, "lease_expired_before": now - lease}).fetchall()
+        rows = queries.run(conn, "stuck_claims", now=now, lease_expired_before=now - lease).fetchall()
     return len(rows)
 
 
 def expire_overdue_pending(conn: psycopg.Connection, *, now: datetime) -> int:
     """Pending rows past ``expires_at`` -> ``expired``; returns how many."""
     with conn.transaction():
-        rows = conn.execute(queries.load("worker_expire_pending"), {"now": now}).fetchall()
+        rows = queries.run(conn, "worker_expire_pending", now=now).fetchall()
     for _id, _created_at, attempt_key in rows:
         log.debug("expired unsent attempt_key=%s", attempt_key)
     return len(rows)

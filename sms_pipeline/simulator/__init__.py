@@ -1,4 +1,4 @@
-"""A stand-in for the SMSGatewayCenter API, faithful to provider-contract.md, traps included."""
+"""A stand-in for the SMSGatewayCenter API, faithful to docs/provider-contract.md, traps included."""
 
 from sms_pipeline.simulator.faults import FAULT_NAMES, FaultConfig
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator

@@ -1,6 +1,6 @@
 """The simulator's HTTP face: the provider's endpoints under /SMSApi, admin under /_sim.
 
-Every provider endpoint answers like the real one (provider-contract.md):
+Every provider endpoint answers like the real one (docs/provider-contract.md):
 HTTP 200 with ``Content-Type: text/html`` and a JSON body, also for
 application errors; codes as quoted strings; both parameter spellings
 (parameter names are matched case-insensitively). The order of checks for

@@ -1,4 +1,4 @@
--- Proof of non-submission (design.md): `unknown` rows whose attempt time
+-- Proof of non-submission (docs/design.md#proof-of-non-submission): `unknown` rows whose attempt time
 -- lies in a provider day whose complete day report is loaded (the caller
 -- checks completeness) and for which no pass found anything: no msgId, no
 -- linked receipt, `not_found` (decided in the same transaction, after all

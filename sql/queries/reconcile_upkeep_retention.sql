@@ -1,4 +1,4 @@
--- Retention (seed 003 and design.md): expired OTP verifications purged
+-- Retention (docs/design.md#retention): expired OTP verifications purged
 -- (short-lived, and the sidecar must go before its message partition can
 -- be dropped); receipt partitions whose month ended before the receipt
 -- horizon dropped; raw report loads older than the same horizon dropped;

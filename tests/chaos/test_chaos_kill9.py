@@ -210,7 +210,7 @@ def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_pa
             "SMS_PROVIDER_TIMEZONE": ZONE, "SMS_PROVIDER_CONNECT_TIMEOUT_S": "1", "SMS_PROVIDER_READ_TIMEOUT_S": "5",
         })
         settings = settings_module.load(env)
-        key = codes.hmac_key(settings)  # made now, so every process reads the same file
+        key = codes.hmac_key(settings.otp_hmac_key, settings.home)  # made now, so every process reads the same file
         _load_rates(db)
         intake.enqueue(db, [intake.new_message(r, otp_code_length=CODE_LENGTH) for r in first_wave],
                        clock=RealClock())

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from schema_rows import fetch, insert_message
+from tests.support.rows import fetch, insert_message
 from sms_pipeline.db import queries
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -55,32 +55,3 @@ def test_stuck_claims_become_unknown_never_pending(db):
     assert fetch(db, stuck, "state", "state_reason") == ("unknown", "lease_expired")
     assert fetch(db, fresh, "state") == ("claimed",)
 
-
-def test_reconciliation_candidates_are_open_rows_in_the_window(db):
-    at = NOW - timedelta(hours=3)
-    submitted = insert_message(db, state="submitted", claimed_at=at, submitted_at=at, billable_units=1)
-    unknown = insert_message(db, state="unknown", claimed_at=at + timedelta(minutes=1))
-    insert_message(db, state="delivered", claimed_at=at, submitted_at=at, billable_units=1)
-    insert_message(db, state="submitted", claimed_at=NOW, submitted_at=NOW, billable_units=1)
-    rows = db.execute(
-        queries.load("reconciliation_candidates"),
-        {"attempted_from": at - timedelta(hours=1), "attempted_before": at + timedelta(hours=1)},
-    ).fetchall()
-    assert [(row[0], row[2]) for row in rows] == [(submitted[0], "submitted"), (unknown[0], "unknown")]
-
-
-def test_correlation_candidates_match_recipient_sender_and_window_without_txn(db):
-    at = NOW - timedelta(hours=1)
-    params = {"recipient": "919800000009", "sender_id": "OTPSMS",
-              "window_start": at - timedelta(seconds=90), "window_end": at + timedelta(seconds=90)}  # fmt: skip
-    otp = {"message_class": "otp", "recipient": "919800000009", "sender_id": "OTPSMS"}
-    first = insert_message(db, state="unknown", claimed_at=at - timedelta(seconds=30), **otp)
-    resend = insert_message(db, state="submitted", claimed_at=at, submitted_at=at + timedelta(seconds=60),
-                            billable_units=1, **otp)  # fmt: skip
-    insert_message(db, state="unknown", claimed_at=at - timedelta(seconds=91), **otp)  # outside the window
-    insert_message(db, state="submitted", claimed_at=at, submitted_at=at, billable_units=1,
-                   provider_txn_id="6305583318236810379", **otp)  # fmt: skip
-    insert_message(db, state="unknown", claimed_at=at, **{**otp, "sender_id": "SGCSMS"})
-    rows = db.execute(queries.load("correlation_candidates"), params).fetchall()
-    # Two candidates: the caller must call this ambiguous, never pick one.
-    assert [row[0] for row in rows] == [first[0], resend[0]]

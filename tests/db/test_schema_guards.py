@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from psycopg import errors
 
-from schema_rows import any_state_columns, fetch, insert_message, update_message
+from tests.support.rows import any_state_columns, fetch, insert_message, update_message
 
 SENTINELS = ["0", "", "null", "NULL", "-", " 42", "42 ", "4\t2"]
 MESSAGE_ID_COLUMNS = ["provider_txn_id", "provider_message_id", "provider_campaign_id", "dlt_entity_id", "dlt_template_id"]

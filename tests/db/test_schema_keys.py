@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from schema_rows import any_state_columns, ensure_months, fetch, in_month, insert_message
+from tests.support.rows import any_state_columns, ensure_months, fetch, in_month, insert_message
 
 
 def _race(db_url: str, db: psycopg.Connection, inserts: list[Callable[[psycopg.Connection], object]]) -> list[str]:

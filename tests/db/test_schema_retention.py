@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg import errors
 
-from schema_rows import in_month, insert_message, month_start
+from tests.support.rows import in_month, insert_message, month_start
 
 
 def _partitions(db, parent: str) -> list[str]:

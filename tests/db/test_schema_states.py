@@ -1,4 +1,4 @@
-"""The whole transition table of design.md, enforced by the database."""
+"""The whole transition table (docs/design.md#message-states), enforced by the database."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 from psycopg import errors
 
-from schema_rows import any_state_columns, fetch, insert_message
+from tests.support.rows import any_state_columns, fetch, insert_message
 from sms_pipeline.core.states import LEGAL_TRANSITIONS, MessageState
 
 STATES = [s.value for s in MessageState]
 
-# design.md's table, written out again so a change to either copy shows up here.
+# The table of docs/design.md#message-states, written out again so a change to either copy shows up here.
 DESIGN_TABLE = {
     ("pending", "claimed"), ("pending", "expired"),
     ("claimed", "pending"), ("claimed", "submitted"), ("claimed", "rejected"), ("claimed", "unknown"),

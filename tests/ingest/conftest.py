@@ -1,9 +1,9 @@
 """The ingest against a running simulator, a real Postgres and real Dagster runs.
 
-The application's settings come from the environment exactly as in
-production (``SMS_PIPELINE_*`` / ``SMS_PROVIDER_*``, set per test with
-monkeypatch), so the assets run with the project's own resources; only the
-clock resource is pinned to the simulator's virtual time.
+The application's settings are loaded, exactly as in production, from the
+environment a CLI subprocess of the test runs with (``app_env``), so the
+assets run with the project's own resources built from them; only the clock
+resource is pinned to the simulator's virtual time.
 """
 
 from __future__ import annotations
@@ -14,21 +14,21 @@ from datetime import datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import ingest_support
 import pytest
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import local_date, localise
 from sms_pipeline.provider import ProviderClient
-from sms_pipeline.simulator import RunningSimulator, run_simulator
+from sms_pipeline.simulator import RunningSimulator
+from tests.support.ingest import reset_numbers
+from tests.support.provider import DEMO_ACCOUNT, Account
 
 DAYS_BACK = 6  # the virtual clock starts at 10:00 provider-local, this many days before today
 
 
 @pytest.fixture(autouse=True)
 def _fresh_numbers() -> None:
-    ingest_support.reset_numbers()
+    reset_numbers()
 
 
 @pytest.fixture
@@ -37,37 +37,30 @@ def provider_tz() -> ZoneInfo:
 
 
 @pytest.fixture
-def sim_start(provider_tz: ZoneInfo) -> datetime:
+def start_time(provider_tz: ZoneInfo) -> datetime:
     today = local_date(datetime.now().astimezone(), provider_tz)
     return localise(datetime.combine(today - timedelta(days=DAYS_BACK), time(10)), provider_tz)
 
 
 @pytest.fixture
-def sim_clock(sim_start: datetime) -> VirtualClock:
-    return VirtualClock(sim_start)
+def account(provider_tz: ZoneInfo) -> Account:
+    return DEMO_ACCOUNT._replace(timezone=provider_tz)
 
 
 @pytest.fixture
-def sim_options() -> dict[str, object]:
-    """Extra ``run_simulator`` options (faults, retention); tests override it."""
-    return {}
+def simulator_seed() -> int:
+    return 11
 
 
 @pytest.fixture
-def simulator(sim_clock: VirtualClock, provider_tz: ZoneInfo, sim_options) -> Iterator[RunningSimulator]:
-    with run_simulator(clock=sim_clock, timezone=provider_tz, seed=11, **sim_options) as running:
-        yield running
-
-
-@pytest.fixture
-def app_env(db_url: str, simulator: RunningSimulator, provider_tz: ZoneInfo, tmp_path: Path) -> dict[str, str]:
+def app_env(db_url: str, sim: RunningSimulator, provider_tz: ZoneInfo, tmp_path: Path) -> dict[str, str]:
     """The environment the application (and a CLI subprocess) runs with."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
     env.pop("DAGSTER_HOME", None)
     env.update({
         "SMS_PIPELINE_HOME": str(tmp_path / "home"),
         "SMS_PIPELINE_DATABASE_URL": db_url,
-        "SMS_PROVIDER_BASE_URL": simulator.base_url,
+        "SMS_PROVIDER_BASE_URL": sim.base_url,
         "SMS_PROVIDER_USERID": "demo",
         "SMS_PROVIDER_PASSWORD": "demo",
         "SMS_PROVIDER_TIMEZONE": provider_tz.key,
@@ -78,14 +71,8 @@ def app_env(db_url: str, simulator: RunningSimulator, provider_tz: ZoneInfo, tmp
 
 
 @pytest.fixture
-def app_settings(app_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> settings_module.Settings:
-    for name in list(os.environ):
-        if name.startswith(settings_module.PREFIXES) or name == "DAGSTER_HOME":
-            monkeypatch.delenv(name)
-    for name, value in app_env.items():
-        if name.startswith(settings_module.PREFIXES):
-            monkeypatch.setenv(name, value)
-    return settings_module.load()
+def app_settings(app_env: dict[str, str]) -> settings_module.Settings:
+    return settings_module.load(app_env)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 import pytest
-from ingest_support import (
+from tests.support.ingest import (
     DAY_REPORT,
     TRANSACTION_REPORTS,
     content,
@@ -40,17 +40,17 @@ def _loaded(db, day) -> dict[str, tuple]:
     return {r[0]: r for r in rows}
 
 
-def test_one_day_loads_every_message_of_the_day_once(app_settings, sim_clock, simulator, client, db):
+def test_one_day_loads_every_message_of_the_day_once(app_settings, clock, sim, client, db):
     text = 'Order 7, "express", ships today'
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
+    day = local_date(clock.now(), app_settings.provider_timezone)
     first = send(client, mobiles(40), text)
     second = send(client, mobiles(25), text)
-    sim_clock.advance(timedelta(days=1))
+    clock.advance(timedelta(days=1))
 
-    result = materialize(app_settings, sim_clock, [DAY_REPORT], day)
+    result = materialize(app_settings, clock, [DAY_REPORT], day)
 
     loaded = _loaded(db, day)
-    ledger = {e.msg_id: e for e in simulator.state.ledger_entries()}
+    ledger = {e.msg_id: e for e in sim.state.ledger_entries()}
     assert set(loaded) == set(ledger) and len(loaded) == 65
     for msg_id, (_, txn, mobile, status, submit_at, digest) in loaded.items():
         assert (txn, mobile) == (ledger[msg_id].transaction_id, ledger[msg_id].mobile)
@@ -64,23 +64,23 @@ def test_one_day_loads_every_message_of_the_day_once(app_settings, sim_clock, si
     ).fetchone()
     meta = materializations(result, DAY_REPORT)[day.isoformat()]
     assert (meta["rows"], meta["checksum"], meta["download_bytes"]) == (65, checksum, size)
-    assert rows == 65 and size > 0 and loaded_at == sim_clock.now()
+    assert rows == 65 and size > 0 and loaded_at == clock.now()
     assert meta["unchanged"] is False and meta["duplicates"] == 0 and meta["unmapped_rows"] == 0
     assert sum(meta["statuses"].values()) == 65
     shown = repr(meta)
     assert not any(mobile in shown for mobile in (r[2] for r in loaded.values()))  # no recipient numbers
 
 
-def test_a_range_run_loads_each_day_with_its_own_figures(app_settings, sim_clock, client, db):
+def test_a_range_run_loads_each_day_with_its_own_figures(app_settings, clock, client, db):
     tz = app_settings.provider_timezone
     days = []
     for n in (3, 5, 0):  # the third day has no traffic: an empty file still loads (zero rows)
-        days.append(local_date(sim_clock.now(), tz))
+        days.append(local_date(clock.now(), tz))
         if n:
             send(client, mobiles(n))
-        sim_clock.advance(timedelta(days=1))
+        clock.advance(timedelta(days=1))
 
-    result = materialize(app_settings, sim_clock, [DAY_REPORT], days[0], days[-1])
+    result = materialize(app_settings, clock, [DAY_REPORT], days[0], days[-1])
 
     meta = materializations(result, DAY_REPORT)
     assert {day: meta[day.isoformat()]["rows"] for day in days} == dict(zip(days, (3, 5, 0)))
@@ -92,20 +92,20 @@ def test_a_range_run_loads_each_day_with_its_own_figures(app_settings, sim_clock
     assert checkpoints == dict(zip(days, (3, 5, 0)))
 
 
-def test_the_same_day_twice_writes_nothing_the_second_time(app_settings, sim_clock, client, db):
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
+def test_the_same_day_twice_writes_nothing_the_second_time(app_settings, clock, client, db):
+    day = local_date(clock.now(), app_settings.provider_timezone)
     accepted = send(client, mobiles(30))
-    insert_outbound(db, accepted.transaction_id, accepted.accepted, sim_clock.now())
-    sim_clock.advance(timedelta(seconds=20))  # receipts still coming: the transaction is open
+    insert_outbound(db, accepted.transaction_id, accepted.accepted, clock.now())
+    clock.advance(timedelta(seconds=20))  # receipts still coming: the transaction is open
     both = [DAY_REPORT, TRANSACTION_REPORTS]
-    first = materialize(app_settings, sim_clock, both, day)
+    first = materialize(app_settings, clock, both, day)
     fetched = materializations(first, TRANSACTION_REPORTS)[day.isoformat()]
     assert (fetched["transactions"], fetched["replaced"], fetched["rows"]) == (1, 1, 30)
     before = {t: snapshot(db, t, o) for t, o in (
         (DAY_ROWS, "report_date, line_no"), (CHECKPOINTS, "report_kind, report_date"),
         ("dlr.txn_report_fetches", "transaction_id"), ("dlr.txn_report_rows", "transaction_id, row_no"))}
 
-    again = materialize(app_settings, sim_clock, both, day)
+    again = materialize(app_settings, clock, both, day)
 
     assert {t: snapshot(db, t, o) for t, o in (
         (DAY_ROWS, "report_date, line_no"), (CHECKPOINTS, "report_kind, report_date"),
@@ -115,15 +115,15 @@ def test_the_same_day_twice_writes_nothing_the_second_time(app_settings, sim_clo
     assert (refetched["transactions"], refetched["replaced"], refetched["identical"]) == (1, 0, 1)
 
 
-def test_a_newer_download_with_late_statuses_replaces_the_load(app_settings, sim_clock, client, db):
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
+def test_a_newer_download_with_late_statuses_replaces_the_load(app_settings, clock, client, db):
+    day = local_date(clock.now(), app_settings.provider_timezone)
     send(client, mobiles(200))
-    sim_clock.advance(timedelta(seconds=20))  # many receipts still on their way
-    first = materialize(app_settings, sim_clock, [DAY_REPORT], day)
+    clock.advance(timedelta(seconds=20))  # many receipts still on their way
+    first = materialize(app_settings, clock, [DAY_REPORT], day)
     early = _loaded(db, day)
-    sim_clock.advance(timedelta(days=3, hours=1))  # every timeline has reached its last status
+    clock.advance(timedelta(days=3, hours=1))  # every timeline has reached its last status
 
-    later = materialize(app_settings, sim_clock, [DAY_REPORT], day)
+    later = materialize(app_settings, clock, [DAY_REPORT], day)
 
     late = _loaded(db, day)
     assert set(late) == set(early)
@@ -136,15 +136,15 @@ def test_a_newer_download_with_late_statuses_replaces_the_load(app_settings, sim
                       (day,)).fetchone()[0] == new["checksum"]
 
 
-def test_a_day_that_fails_does_not_stop_the_others_and_they_stay_materialised(app_settings, sim_clock, client, db):
+def test_a_day_that_fails_does_not_stop_the_others_and_they_stay_materialised(app_settings, clock, client, db):
     tz = app_settings.provider_timezone
-    good = local_date(sim_clock.now(), tz)
+    good = local_date(clock.now(), tz)
     send(client, mobiles(7))
-    sim_clock.advance(timedelta(hours=1))
+    clock.advance(timedelta(hours=1))
     refused = good + timedelta(days=1)  # the provider's clock has not reached it: code 400, no zip
     instance = dg.DagsterInstance.ephemeral()
 
-    result = materialize(app_settings, sim_clock, [DAY_REPORT], good, refused, instance=instance,
+    result = materialize(app_settings, clock, [DAY_REPORT], good, refused, instance=instance,
                          raise_on_error=False)
 
     assert not result.success
@@ -156,30 +156,29 @@ def test_a_day_that_fails_does_not_stop_the_others_and_they_stay_materialised(ap
 
 @pytest.mark.slow
 def test_a_killed_range_run_relaunched_ends_like_an_uninterrupted_one(
-    app_settings, app_env, sim_clock, simulator, client, db, db_url, second_db_url, tmp_path, monkeypatch
+    app_settings, app_env, clock, sim, client, db, db_url, second_db_url, tmp_path
 ):
     tz = app_settings.provider_timezone
     days = []
     for n in (4, 6, 3, 5):
-        days.append(local_date(sim_clock.now(), tz))
+        days.append(local_date(clock.now(), tz))
         send(client, mobiles(n))
-        sim_clock.advance(timedelta(days=1))
+        clock.advance(timedelta(days=1))
     first, last = days[0], days[-1]
 
     # The reference: the whole range in one uninterrupted run, into another database.
-    with monkeypatch.context() as env:
-        env.setenv("SMS_PIPELINE_DATABASE_URL", second_db_url)
-        materialize(settings_module.load(), sim_clock, [DAY_REPORT], first, last)
+    materialize(settings_module.load({**app_env, "SMS_PIPELINE_DATABASE_URL": second_db_url}),
+                clock, [DAY_REPORT], first, last)
 
     # The same range through the CLI in a process that is killed after two days.
-    simulator.faults.update({"slow": 1.0, "slow_delay_s": 1.5})
+    sim.faults.update({"slow": 1.0, "slow_delay_s": 1.5})
     killed = _run_cli(app_env, tmp_path, first, last, kill_after_days=2)
     assert killed.returncode == -9
     with psycopg.connect(db_url, autocommit=True) as conn:
         partial = conn.execute("SELECT count(*) FROM dlr.report_checkpoints").fetchone()[0]
     assert 2 <= partial < len(days)
 
-    simulator.faults.update({"slow": 0.0})
+    sim.faults.update({"slow": 0.0})
     finished = _run_cli(app_env, tmp_path, first, last)
     assert finished.returncode == 0, finished.stderr
     assert f"{days[0]}: rows=4, unchanged=True" in finished.stdout  # finished days stayed finished

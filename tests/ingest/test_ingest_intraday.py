@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ingest_support import INTRADAY, materializations, materialize, mobiles, send, snapshot
+from tests.support.ingest import INTRADAY, materializations, materialize, mobiles, send, snapshot
 
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.provider import SendAccepted
@@ -12,15 +12,15 @@ from sms_pipeline.provider import SendAccepted
 CODE = "482913"
 
 
-def test_todays_pull_stores_otp_receipts_without_their_code_and_replaces_itself(app_settings, sim_clock, client, db):
-    today = local_date(sim_clock.now(), app_settings.provider_timezone)
+def test_todays_pull_stores_otp_receipts_without_their_code_and_replaces_itself(app_settings, clock, client, db):
+    today = local_date(clock.now(), app_settings.provider_timezone)
     otp_mobile = mobiles(1)[0]
     otp = client.otp_generate(otp_mobile, "Your login code is $otp$", "SGCSMS", CODE)
     assert isinstance(otp, SendAccepted) and otp.transaction_id is None
     sms = send(client, mobiles(3))
-    sim_clock.advance(timedelta(seconds=5))
+    clock.advance(timedelta(seconds=5))
 
-    first = materialize(app_settings, sim_clock, [INTRADAY])
+    first = materialize(app_settings, clock, [INTRADAY])
 
     rows = db.execute("SELECT * FROM dlr.getdlr_rows ORDER BY row_no").fetchall()
     assert len(rows) == 4 and {r[0] for r in rows} == {today}
@@ -34,13 +34,13 @@ def test_todays_pull_stores_otp_receipts_without_their_code_and_replaces_itself(
     stored = snapshot(db, "dlr.getdlr_rows", "report_date, row_no")
     checkpoint = snapshot(db, "dlr.report_checkpoints", "report_kind, report_date")
 
-    again = materialize(app_settings, sim_clock, [INTRADAY])
+    again = materialize(app_settings, clock, [INTRADAY])
     assert materializations(again, INTRADAY)[None]["unchanged"] is True
     assert snapshot(db, "dlr.getdlr_rows", "report_date, row_no") == stored
     assert snapshot(db, "dlr.report_checkpoints", "report_kind, report_date") == checkpoint
 
-    sim_clock.advance(timedelta(hours=3))  # receipts arrived meanwhile
-    later = materialize(app_settings, sim_clock, [INTRADAY])
+    clock.advance(timedelta(hours=3))  # receipts arrived meanwhile
+    later = materialize(app_settings, clock, [INTRADAY])
     assert materializations(later, INTRADAY)[None]["unchanged"] is False
     assert db.execute("SELECT count(*) FROM dlr.getdlr_rows").fetchone() == (4,)
     assert db.execute("SELECT count(*) FROM dlr.getdlr_rows WHERE provider_done_at IS NOT NULL").fetchone()[0] >= 1

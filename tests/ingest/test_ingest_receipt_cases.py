@@ -1,7 +1,7 @@
-"""Receipt cases 15-21 of receipt-cases.md, at the ingest level.
+"""Cases 15-21 of docs/receipt-cases.md, at the ingest level.
 
 Each goes through the real path: sends through the client to the running
-simulator, downloads over HTTP, loads into Postgres through the Dagster
+sim, downloads over HTTP, loads into Postgres through the Dagster
 assets (or, for hand-made files, the loader itself).
 """
 
@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from pydantic import SecretStr
 import pytest
-from ingest_support import (
+from tests.support.ingest import (
     DAY_REPORT,
     TRANSACTION_REPORTS,
     insert_outbound,
@@ -33,7 +34,6 @@ from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.ingest.day_report import DayLoadError, load_day_report
 from sms_pipeline.ingest.transaction_reports import open_transactions
 from sms_pipeline.provider import DayReportError, ProviderClient
-from sms_pipeline.settings import Secret
 
 SNAPSHOTS = (("dlr.day_report_rows", "report_date, line_no"), ("dlr.report_checkpoints", "report_kind, report_date"))
 
@@ -45,14 +45,14 @@ def _snapshots(db) -> list:
 # ----- 15: unmapped status words ------------------------------------------------
 
 
-@pytest.mark.parametrize("sim_options", [{"faults": {"unmapped_status": 1.0}}])
-def test_case_15_unmapped_words_are_kept_raw_and_counted(app_settings, sim_clock, client, db):
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
+@pytest.mark.parametrize("simulator_options", [{"faults": {"unmapped_status": 1.0}}])
+def test_case_15_unmapped_words_are_kept_raw_and_counted(app_settings, clock, client, db):
+    day = local_date(clock.now(), app_settings.provider_timezone)
     accepted = send(client, mobiles(120))
-    insert_outbound(db, accepted.transaction_id, accepted.accepted, sim_clock.now())
-    sim_clock.advance(timedelta(days=4))
+    insert_outbound(db, accepted.transaction_id, accepted.accepted, clock.now())
+    clock.advance(timedelta(days=4))
 
-    result = materialize(app_settings, sim_clock, [DAY_REPORT, TRANSACTION_REPORTS], day)
+    result = materialize(app_settings, clock, [DAY_REPORT, TRANSACTION_REPORTS], day)
 
     raw = dict(db.execute("SELECT status, count(*) FROM dlr.day_report_rows GROUP BY status").fetchall())
     assert {"BLACKLST", "NCPR"} <= set(raw)  # odd words kept as received ...
@@ -85,21 +85,21 @@ FALL_BACK = _last_fall_back(LONDON)
 
 
 @pytest.mark.parametrize("provider_tz", [LONDON])
-@pytest.mark.parametrize("sim_options", [{"report_retention_days": 400}])
-@pytest.mark.parametrize("sim_start", [FALL_BACK - timedelta(seconds=15)], ids=["15s-before-the-fall-back"])
-def test_case_16_local_times_across_a_dst_change_are_exact(app_settings, sim_clock, client, db):
+@pytest.mark.parametrize("simulator_options", [{"report_retention_days": 400}])
+@pytest.mark.parametrize("start_time", [FALL_BACK - timedelta(seconds=15)], ids=["15s-before-the-fall-back"])
+def test_case_16_local_times_across_a_dst_change_are_exact(app_settings, clock, client, db):
     # Submitted 15 s before the clocks go back (01:59:45, first occurrence); receipts arrive
     # on both sides, many in the repeated hour (01:00:xx again), where a wall time alone is
     # ambiguous: only "delivered after submitted" decides it.
     fall_back = FALL_BACK
     tz = app_settings.provider_timezone
-    day = local_date(sim_clock.now(), tz)
+    day = local_date(clock.now(), tz)
     accepted = send(client, mobiles(300))
-    insert_outbound(db, accepted.transaction_id, accepted.accepted, sim_clock.now())
-    sim_clock.advance(timedelta(days=4))
+    insert_outbound(db, accepted.transaction_id, accepted.accepted, clock.now())
+    clock.advance(timedelta(days=4))
 
-    materialize(app_settings, sim_clock, [TRANSACTION_REPORTS], day)
-    materialize(app_settings, sim_clock, [DAY_REPORT], day)
+    materialize(app_settings, clock, [TRANSACTION_REPORTS], day)
+    materialize(app_settings, clock, [DAY_REPORT], day)
 
     truth = {r.msg_id: r for r in client.delivery_reports(day, day)}  # millisecond epochs: exact
     delivered = [r.delivery_time for r in truth.values() if r.delivery_time]
@@ -155,13 +155,13 @@ def file_provider() -> Iterator[tuple[dict[str, bytes], str]]:
         server.server_close()
 
 
-def test_case_17_quoted_text_with_commas_quotes_and_line_breaks_round_trips(app_settings, sim_clock, client, db):
+def test_case_17_quoted_text_with_commas_quotes_and_line_breaks_round_trips(app_settings, clock, client, db):
     text = 'Dear "Asha", order 7,\r\nships today\nline three, "done"'
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
+    day = local_date(clock.now(), app_settings.provider_timezone)
     send(client, mobiles(5), text)
-    sim_clock.advance(timedelta(hours=1))
+    clock.advance(timedelta(hours=1))
 
-    materialize(app_settings, sim_clock, [DAY_REPORT], day)
+    materialize(app_settings, clock, [DAY_REPORT], day)
 
     digests = db.execute("SELECT DISTINCT message_sha256, count(*) OVER () FROM dlr.day_report_rows").fetchall()
     assert digests == [(hashlib.sha256(text.encode()).hexdigest(), 5)]
@@ -175,7 +175,7 @@ def test_case_17_extra_columns_are_ignored_and_a_missing_one_fails_cleanly(file_
     row = ["18446744073709551615", "0630558331823681037", "919999999999", "SGCSMS", "hi", "text",
            "2026-03-05 10:00:00", "2026-03-05 10:00:07", "DELIVRD", "Delivered", "000", "1"]
     files["day"] = _zip(day, [",".join(HEADER + ["Operator"]), ",".join(row + ["Jio"]), ",".join(row + ["Vi", "x"])])
-    with ProviderClient(base_url, "demo", Secret("demo"), None, tz, max_retries=0) as provider:
+    with ProviderClient(base_url, "demo", SecretStr("demo"), None, tz, max_retries=0) as provider:
         loaded = load_day_report(db, provider, day, tz, clock)
         assert (loaded.rows, loaded.ignored_columns) == (2, ("Operator",))
         assert db.execute("SELECT DISTINCT msg_id, transaction_id, units FROM dlr.day_report_rows").fetchall() == [
@@ -197,7 +197,7 @@ def test_case_17_a_row_the_database_refuses_rolls_the_whole_day_back(file_provid
             "2026-03-05 10:00:00", "2026-03-05 10:00:07", "DELIVRD", "Delivered", "000", "1"]
     bad = [*good[:9], "Deliv\x00ered", *good[10:]]  # a NUL byte: no Postgres text can hold it
     files["day"] = _zip(day, [",".join(HEADER), ",".join(good), ",".join(bad)])
-    with ProviderClient(base_url, "demo", Secret("demo"), None, tz, max_retries=0) as provider:
+    with ProviderClient(base_url, "demo", SecretStr("demo"), None, tz, max_retries=0) as provider:
         with pytest.raises(DayLoadError, match=r"day report 2026-03-05: load failed and was rolled back") as failed:
             load_day_report(db, provider, day, tz, clock)
     assert "919812345678" not in str(failed.value)  # the row is not quoted back
@@ -210,21 +210,21 @@ def test_case_17_a_row_the_database_refuses_rolls_the_whole_day_back(file_provid
 
 @pytest.mark.parametrize("fault", ["corrupt_zip", "truncated_zip", "error_body_zip"])
 def test_case_18_an_unusable_download_fails_naming_the_date_and_writes_nothing(
-    fault, app_settings, sim_clock, simulator, client, db
+    fault, app_settings, clock, sim, client, db
 ):
     tz = app_settings.provider_timezone
-    loaded_day = local_date(sim_clock.now(), tz)
+    loaded_day = local_date(clock.now(), tz)
     send(client, mobiles(50))
-    sim_clock.advance(timedelta(days=1))
-    new_day = local_date(sim_clock.now(), tz)
+    clock.advance(timedelta(days=1))
+    new_day = local_date(clock.now(), tz)
     send(client, mobiles(20))
-    sim_clock.advance(timedelta(seconds=30))
-    materialize(app_settings, sim_clock, [DAY_REPORT], loaded_day)
+    clock.advance(timedelta(seconds=30))
+    materialize(app_settings, clock, [DAY_REPORT], loaded_day)
     before = _snapshots(db)
-    sim_clock.advance(timedelta(days=2))  # a new download would now bring changed statuses
-    simulator.faults.update({fault: 1.0})
+    clock.advance(timedelta(days=2))  # a new download would now bring changed statuses
+    sim.faults.update({fault: 1.0})
 
-    result = materialize(app_settings, sim_clock, [DAY_REPORT], loaded_day, new_day, raise_on_error=False)
+    result = materialize(app_settings, clock, [DAY_REPORT], loaded_day, new_day, raise_on_error=False)
 
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.user_failure_data
@@ -237,11 +237,11 @@ def test_case_18_an_unusable_download_fails_naming_the_date_and_writes_nothing(
 # ----- 19: empty day --------------------------------------------------------------
 
 
-def test_case_19_a_day_without_traffic_loads_zero_rows(app_settings, sim_clock, db):
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
-    sim_clock.advance(timedelta(days=1))
+def test_case_19_a_day_without_traffic_loads_zero_rows(app_settings, clock, db):
+    day = local_date(clock.now(), app_settings.provider_timezone)
+    clock.advance(timedelta(days=1))
 
-    result = materialize(app_settings, sim_clock, [DAY_REPORT], day)
+    result = materialize(app_settings, clock, [DAY_REPORT], day)
 
     meta = materializations(result, DAY_REPORT)[day.isoformat()]
     assert (meta["rows"], meta["duplicates"], meta["statuses"], meta["unmapped_rows"]) == (0, 0, {}, 0)
@@ -251,23 +251,23 @@ def test_case_19_a_day_without_traffic_loads_zero_rows(app_settings, sim_clock, 
 # ----- 20: a row filed in the neighbouring day's file --------------------------
 
 
-@pytest.mark.parametrize("sim_options", [{"faults": {"neighbour_day": 1.0}}])
+@pytest.mark.parametrize("simulator_options", [{"faults": {"neighbour_day": 1.0}}])
 def test_case_20_rows_filed_in_a_neighbouring_day_are_loaded_once_and_count_as_seen(
-    app_settings, sim_clock, simulator, client, db
+    app_settings, clock, sim, client, db
 ):
     tz = app_settings.provider_timezone
-    day = local_date(sim_clock.now(), tz)  # the clock stands at 10:00: morning rows go to the day before
+    day = local_date(clock.now(), tz)  # the clock stands at 10:00: morning rows go to the day before
     morning = send(client, mobiles(30))
-    sim_clock.advance(timedelta(hours=6))  # 16:00: afternoon rows go to the day after
+    clock.advance(timedelta(hours=6))  # 16:00: afternoon rows go to the day after
     afternoon = send(client, mobiles(30))
     for accepted in (morning, afternoon):
-        insert_outbound(db, accepted.transaction_id, accepted.accepted, sim_clock.now())
-    sim_clock.advance(timedelta(days=4))
+        insert_outbound(db, accepted.transaction_id, accepted.accepted, clock.now())
+    clock.advance(timedelta(days=4))
 
-    materialize(app_settings, sim_clock, [DAY_REPORT], day - timedelta(days=1), day + timedelta(days=1))
+    materialize(app_settings, clock, [DAY_REPORT], day - timedelta(days=1), day + timedelta(days=1))
 
     filed = dict(db.execute("SELECT msg_id, report_date FROM dlr.day_report_rows").fetchall())
-    ledger = {e.msg_id: e.transaction_id for e in simulator.state.ledger_entries()}
+    ledger = {e.msg_id: e.transaction_id for e in sim.state.ledger_entries()}
     assert db.execute("SELECT count(*) FROM dlr.day_report_rows").fetchone()[0] == len(ledger) == 60  # once each
     assert {filed[m] for m, txn in ledger.items() if txn == morning.transaction_id} == {day - timedelta(days=1)}
     assert {filed[m] for m, txn in ledger.items() if txn == afternoon.transaction_id} == {day + timedelta(days=1)}
@@ -281,23 +281,23 @@ def test_case_20_rows_filed_in_a_neighbouring_day_are_loaded_once_and_count_as_s
 # ----- 21: rate-limited report calls ----------------------------------------------
 
 
-@pytest.mark.parametrize("sim_options", [{"faults": {"rate_limit_report": 0.4}}])
+@pytest.mark.parametrize("simulator_options", [{"faults": {"rate_limit_report": 0.4}}])
 def test_case_21_rate_limited_report_calls_are_retried_and_the_result_is_right(
-    app_settings, sim_clock, simulator, client, db
+    app_settings, clock, sim, client, db
 ):
-    day = local_date(sim_clock.now(), app_settings.provider_timezone)
+    day = local_date(clock.now(), app_settings.provider_timezone)
     for _ in range(4):
         accepted = send(client, mobiles(10))
-        insert_outbound(db, accepted.transaction_id, accepted.accepted, sim_clock.now())
-    sim_clock.advance(timedelta(seconds=20))  # receipts still coming: every transaction is open
+        insert_outbound(db, accepted.transaction_id, accepted.accepted, clock.now())
+    clock.advance(timedelta(seconds=20))  # receipts still coming: every transaction is open
     both = [DAY_REPORT, TRANSACTION_REPORTS]
 
-    limited = materialize(app_settings, sim_clock, both, day)
+    limited = materialize(app_settings, clock, both, day)
 
-    assert limited.success and simulator.faults.snapshot()["fired"]["rate_limit_report"] > 0
+    assert limited.success and sim.faults.snapshot()["fired"]["rate_limit_report"] > 0
     assert materializations(limited, TRANSACTION_REPORTS)[day.isoformat()]["transactions"] == 4
     # Without the fault, the same downloads change nothing: the limited run stored the right data.
-    simulator.faults.update({"rate_limit_report": 0.0})
-    clean = materialize(app_settings, sim_clock, both, day)
+    sim.faults.update({"rate_limit_report": 0.0})
+    clean = materialize(app_settings, clock, both, day)
     assert materializations(clean, DAY_REPORT)[day.isoformat()]["unchanged"] is True
     assert materializations(clean, TRANSACTION_REPORTS)[day.isoformat()]["replaced"] == 0

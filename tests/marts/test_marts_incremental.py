@@ -14,7 +14,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts, snapshot
+from tests.support.marts import Marts, ensure_partitions, rows_as_dicts, snapshot
+from tests.support.rows import insert_messages
 
 pytestmark = pytest.mark.slow
 

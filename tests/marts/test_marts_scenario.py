@@ -34,7 +34,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts, settings_for
+from tests.support.marts import Marts, ensure_partitions, rows_as_dicts, settings_for
+from tests.support.rows import insert_messages
 from dagster_dbt import DbtCliResource
 
 from sms_pipeline.cli import main as cli_main

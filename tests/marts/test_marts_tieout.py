@@ -13,15 +13,16 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import psycopg
+from pydantic import SecretStr
 import pytest
 
-from marts_world import Marts, ensure_partitions, insert_messages, rows_as_dicts
+from tests.support.marts import Marts, ensure_partitions, rows_as_dicts
+from tests.support.rows import insert_messages
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.orchestration.resources import ProviderResource
 from sms_pipeline.provider import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
-from sms_pipeline.settings import Secret
 from sms_pipeline.simulator import run_simulator
 
 pytestmark = pytest.mark.slow
@@ -40,7 +41,7 @@ def test_tieout_flags_the_units_the_simulator_over_reports(settings, db_url):
                        faults={"summary_units_offset": OFFSET}) as sim:
         sends = [("TIEAAA", "Your parcel is on its way", ["919800000001", "919800000002", "919800000003"]),
                  ("TIEBBB", LONG_UNICODE, ["919800000004", "919800000005"])]
-        with ProviderClient(sim.base_url, userid=USER, password=Secret(PASSWORD), api_key=None,
+        with ProviderClient(sim.base_url, userid=USER, password=SecretStr(PASSWORD), api_key=None,
                             timezone=KOLKATA) as client, \
                 psycopg.connect(db_url, autocommit=True) as conn:
             ensure_partitions(conn, date(2026, 5, 1))

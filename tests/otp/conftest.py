@@ -1,12 +1,9 @@
-"""Fixtures for the OTP tests: a simulator on the test's clock, a real client, an OTP policy."""
-
-from __future__ import annotations
+"""The OTP tests' policy: short codes, a fixed HMAC key, three guesses."""
 
 import pytest
-from otp_support import TEST_KEY
-from simulated_provider import client, clock, simulator  # noqa: F401 - fixtures, used by name
 
 from sms_pipeline.send.otp import OtpPolicy
+from tests.support.otp import TEST_KEY
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import io
 import os
 
 import pytest
-from otp_support import TEST_KEY, digits, issue
+from tests.support.otp import TEST_KEY, digits, issue
 
 from sms_pipeline import cli
 from sms_pipeline.core.clock import RealClock

@@ -19,6 +19,11 @@ def _settings(home: Path, **env: str) -> settings_module.Settings:
     return settings_module.load({"SMS_PIPELINE_HOME": str(home), **env})
 
 
+def _key(settings: settings_module.Settings) -> bytes:
+    """The key for these settings, as the worker and ``otp verify`` look it up."""
+    return codes.hmac_key(settings.otp_hmac_key, settings.home)
+
+
 @pytest.mark.parametrize(("code_type", "allowed"), [
     ("num", set("0123456789")),
     ("alpha", set("ABCDEFGHJKLMNPQRSTUVWXYZ")),
@@ -58,29 +63,29 @@ def test_entered_codes_are_compared_as_sent():
 
 def test_the_key_from_settings_is_used_and_must_not_be_short(tmp_path):
     configured = _settings(tmp_path, SMS_PIPELINE_OTP_HMAC_KEY="a-long-enough-secret-key-value")
-    assert codes.hmac_key(configured) == b"a-long-enough-secret-key-value"
+    assert _key(configured) == b"a-long-enough-secret-key-value"
     assert not (tmp_path / codes.KEY_FILE_NAME).exists()
 
     with pytest.raises(SettingsError, match="too short") as refused:
-        codes.hmac_key(_settings(tmp_path, SMS_PIPELINE_OTP_HMAC_KEY="tiny-key"))
+        _key(_settings(tmp_path, SMS_PIPELINE_OTP_HMAC_KEY="tiny-key"))
     assert "tiny-key" not in str(refused.value)
 
 
 def test_without_a_key_setting_one_is_made_once_private_and_kept(tmp_path):
     settings = _settings(tmp_path / "home")
 
-    first = codes.hmac_key(settings)
+    first = _key(settings)
     path = tmp_path / "home" / codes.KEY_FILE_NAME
 
     assert len(first) == 64 and stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert codes.hmac_key(settings) == first
+    assert _key(settings) == first
     assert [p.name for p in path.parent.iterdir()] == [codes.KEY_FILE_NAME]  # no temporary file left
     # The same key, given as the setting, means the same key.
-    assert codes.hmac_key(_settings(tmp_path / "other", SMS_PIPELINE_OTP_HMAC_KEY=first.decode())) == first
+    assert _key(_settings(tmp_path / "other", SMS_PIPELINE_OTP_HMAC_KEY=first.decode())) == first
 
 
 def _key_in_new_process(home: str, queue) -> None:
-    queue.put(codes.hmac_key(_settings(Path(home))))
+    queue.put(_key(_settings(Path(home))))
 
 
 def test_processes_starting_together_agree_on_one_key(tmp_path):
@@ -98,11 +103,11 @@ def test_processes_starting_together_agree_on_one_key(tmp_path):
 
 def test_a_key_file_other_users_can_read_is_refused(tmp_path):
     settings = _settings(tmp_path)
-    codes.hmac_key(settings)
+    _key(settings)
     os.chmod(tmp_path / codes.KEY_FILE_NAME, 0o644)
 
     with pytest.raises(SettingsError, match="chmod 600"):
-        codes.hmac_key(settings)
+        _key(settings)
 
 
 @pytest.mark.parametrize(("change", "words"), [

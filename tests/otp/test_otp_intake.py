@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from otp_support import enqueue, otp_request
+from tests.support.otp import enqueue, otp_request
 
 from sms_pipeline import intake
 from sms_pipeline.core.input_lines import InvalidField

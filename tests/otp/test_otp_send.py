@@ -9,14 +9,13 @@ from decimal import Decimal
 
 import psycopg
 import pytest
-from otp_support import (
-    PROVIDER_ZONE,
+from tests.support.provider import PROVIDER_ZONE, client_for
+from tests.support.otp import (
     TEMPLATE,
     TEST_KEY,
     database_text,
     digits,
     enqueue,
-    make_client,
     make_worker,
     otp_request,
     price,
@@ -49,7 +48,7 @@ def _appears(code: str, text: str) -> bool:
     return re.search(rf"(?<![0-9A-Za-z]){re.escape(code)}(?![0-9A-Za-z])", text) is not None
 
 
-def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_url, simulator, client, clock,
+def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_url, sim, client, clock,
                                                                           policy):
     price(db, "0.1500")
     long_template = "Your login code is $otp$. " + "Never share it with anyone, not even us. " * 4
@@ -59,10 +58,10 @@ def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_
     summary = make_worker(db_url, client, clock, policy).run(once=True)
 
     assert (summary.requests, summary.submitted) == (3, 3)
-    view = simulator.state.view()
+    view = sim.state.view()
     billed = view.ledger.requests[: view.request_count]
     assert [(r.transaction_id, r.count) for r in billed] == [("0", 1)] * 3  # one recipient per request
-    sent = dict(sent_codes(simulator)) | dict(sent_codes(simulator, long_template))
+    sent = dict(sent_codes(sim)) | dict(sent_codes(sim, long_template))
     assert sorted(sent) == [digits(1), digits(2), digits(3)]
     assert all(re.fullmatch(r"\d{6}", code) for code in sent.values())
     rows = _rows(db)
@@ -98,17 +97,17 @@ def test_otps_are_claimed_a_few_at_a_time_whatever_the_batch_size(db, db_url, cl
     assert claims == [OTP_CLAIM_LIMIT, OTP_CLAIM_LIMIT, 2]
 
 
-def test_the_code_that_went_out_verifies_once(db, db_url, simulator, client, clock, policy):
+def test_the_code_that_went_out_verifies_once(db, db_url, sim, client, clock, policy):
     enqueue(db, [otp_request(1, session_binding="session-1")], clock)
     make_worker(db_url, client, clock, policy).run(once=True)
-    [(mobile, code)] = sent_codes(simulator)
+    [(mobile, code)] = sent_codes(sim)
 
     assert _verify(db, clock, mobile, code, session_binding="session-1") is VerifyResult.ok
     assert _verify(db, clock, mobile, code, session_binding="session-1") is VerifyResult.used
 
 
 def test_a_resend_inside_the_retry_window_is_rejected_and_a_later_one_supersedes_the_first_code(
-        db, db_url, simulator, client, clock, policy):
+        db, db_url, sim, client, clock, policy):
     enqueue(db, [otp_request(1), otp_request(1, event_id="login-1-resend")], clock)
 
     summary = make_worker(db_url, client, clock, policy).run(once=True)
@@ -118,12 +117,12 @@ def test_a_resend_inside_the_retry_window_is_rejected_and_a_later_one_supersedes
     assert (first["state"], too_soon["state"]) == ("submitted", "rejected")
     assert (too_soon["state_reason"], too_soon["provider_status_code"]) == ("rate_limited", "429")
     assert too_soon["billable_units"] is None and too_soon["cost"] is None
-    assert len(verification_rows(db)) == 1 and len(sent_codes(simulator)) == 1
+    assert len(verification_rows(db)) == 1 and len(sent_codes(sim)) == 1
 
     clock.advance(timedelta(seconds=31))
     enqueue(db, [otp_request(1, event_id="login-1-second-resend")], clock)
     make_worker(db_url, client, clock, policy).run(once=True)
-    (_, old_code), (_, new_code) = sent_codes(simulator)
+    (_, old_code), (_, new_code) = sent_codes(sim)
 
     assert _rows(db)[2]["state"] == "submitted"
     assert _verify(db, clock, digits(1), old_code) is VerifyResult.wrong
@@ -131,27 +130,27 @@ def test_a_resend_inside_the_retry_window_is_rejected_and_a_later_one_supersedes
 
 
 @pytest.mark.parametrize("fault", ["accept_then_drop", "http_5xx"])
-def test_an_ambiguous_send_leaves_the_row_unknown_and_its_code_verifiable(db, db_url, simulator, clock, policy,
+def test_an_ambiguous_send_leaves_the_row_unknown_and_its_code_verifiable(db, db_url, sim, clock, policy,
                                                                           fault):
     enqueue(db, [otp_request(1)], clock)
-    simulator.faults.update({fault: 1.0})
+    sim.faults.update({fault: 1.0})
 
-    with make_client(simulator, read_timeout=1.0) as client:
+    with client_for(sim, read_timeout=1.0) as client:
         summary = make_worker(db_url, client, clock, policy).run(once=True)
 
     [row] = _rows(db)
     assert (row["state"], row["state_reason"], summary.unknown) == ("unknown", "send_ambiguous", 1)
     assert [v["message_state"] for v in verification_rows(db)] == ["unknown"]
-    billed = sent_codes(simulator)
+    billed = sent_codes(sim)
     assert len(billed) == (1 if fault == "accept_then_drop" else 0)
     if billed:  # the code reached the phone although we never heard back: it must work
         assert _verify(db, clock, digits(1), billed[0][1]) is VerifyResult.ok
 
 
-def test_no_connection_releases_the_otp_and_the_next_attempt_makes_a_new_code(db, db_url, simulator, client,
+def test_no_connection_releases_the_otp_and_the_next_attempt_makes_a_new_code(db, db_url, sim, client,
                                                                                clock, policy):
     enqueue(db, [otp_request(1)], clock)
-    simulator.faults.update({"refuse_connection": 1.0})
+    sim.faults.update({"refuse_connection": 1.0})
 
     summary = make_worker(db_url, client, clock, policy, breaker=CircuitBreaker(2, 30.0)).run(once=True)
 
@@ -159,20 +158,20 @@ def test_no_connection_releases_the_otp_and_the_next_attempt_makes_a_new_code(db
     assert [(r["state"], r["state_reason"]) for r in _rows(db)] == [("pending", "never_connected")]
     assert verification_rows(db) == []
 
-    simulator.faults.clear()
+    sim.faults.clear()
     make_worker(db_url, client, clock, policy).run(once=True)
 
     [row] = _rows(db)
     assert (row["state"], row["attempt_count"]) == ("submitted", 3)
     assert len(verification_rows(db)) == 1
-    [(mobile, code)] = sent_codes(simulator)
+    [(mobile, code)] = sent_codes(sim)
     assert _verify(db, clock, mobile, code) is VerifyResult.ok
 
 
-def test_a_configuration_refusal_rejects_the_otp_and_stops_the_worker(db, db_url, simulator, clock, policy):
+def test_a_configuration_refusal_rejects_the_otp_and_stops_the_worker(db, db_url, sim, clock, policy):
     enqueue(db, [otp_request(1), otp_request(2)], clock)
 
-    with make_client(simulator, password="wrong") as client, \
+    with client_for(sim, password="wrong") as client, \
             pytest.raises(ProviderRefusedConfiguration, match="code 216"):
         make_worker(db_url, client, clock, policy).run(once=True)
 
@@ -187,7 +186,7 @@ def _claimed_otp(db, clock, policy, client):
     return strategy, batch
 
 
-def test_an_answer_recorded_twice_writes_one_outcome_and_one_verification(db, simulator, client, clock, policy):
+def test_an_answer_recorded_twice_writes_one_outcome_and_one_verification(db, sim, client, clock, policy):
     enqueue(db, [otp_request(1)], clock)
     strategy, batch = _claimed_otp(db, clock, policy, client)
     sent = strategy.send(batch)
@@ -200,7 +199,7 @@ def test_an_answer_recorded_twice_writes_one_outcome_and_one_verification(db, si
     assert len(verification_rows(db)) == 1
 
 
-def test_outcome_and_verification_are_one_transaction(db, simulator, client, clock, policy):
+def test_outcome_and_verification_are_one_transaction(db, sim, client, clock, policy):
     enqueue(db, [otp_request(1)], clock)
     strategy, batch = _claimed_otp(db, clock, policy, client)
     sent = strategy.send(batch)

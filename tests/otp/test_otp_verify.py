@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from otp_support import TEST_KEY, digits, issue
+from tests.support.otp import TEST_KEY, digits, issue
 
 from sms_pipeline.otp.verify import InvalidRecipient, VerifyResult, check_code, verify_otp
 

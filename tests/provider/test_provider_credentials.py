@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from pydantic import SecretStr
 import pytest
 
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.provider import ProviderCallError, ProviderClient, ReportError
-from sms_pipeline.settings import Secret
 
 
 def _exercise(provider: ProviderClient, sim, tmp_path) -> list[str]:
@@ -39,8 +39,8 @@ def test_credentials_stay_secret(make_client, sim, account, tmp_path, caplog, au
     caplog.set_level(logging.DEBUG)
     for name in ("httpx", "httpcore", "sms_pipeline"):
         logging.getLogger(name).setLevel(logging.DEBUG)
-    options = {"password": Secret(account.password), "api_key": None} if auth == "password" else {
-        "password": None, "api_key": Secret(account.api_key)}
+    options = {"password": SecretStr(account.password), "api_key": None} if auth == "password" else {
+        "password": None, "api_key": SecretStr(account.api_key)}
     provider = make_client(read_timeout=1.0, max_retries=1, **options)
 
     texts = _exercise(provider, sim, tmp_path)

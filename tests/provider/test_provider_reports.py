@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from pydantic import SecretStr
 import pytest
 
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import format_local, local_date
 from sms_pipeline.core.statuses import normalise_status
 from sms_pipeline.provider import DayReportError, ProviderClient, ReportError, SendAccepted
-from sms_pipeline.settings import Secret
 from sms_pipeline.simulator import run_simulator
 
 NUMBERS = [f"9198765{n:05d}" for n in range(40)]
@@ -67,7 +67,7 @@ def test_receipts_cross_day_boundaries(make_client, account, tmp_path):
     """Messages sent just before local midnight stay in their submit day's file."""
     before_midnight = datetime(2025, 6, 10, 18, 29, 0, tzinfo=UTC)  # 23:59 in Kolkata
     with run_simulator(clock=VirtualClock(before_midnight), seed=3, password=account.password) as sim:
-        with ProviderClient(sim.base_url, account.userid, Secret(account.password), None, account.timezone) as c:
+        with ProviderClient(sim.base_url, account.userid, SecretStr(account.password), None, account.timezone) as c:
             _send_batches(c, NUMBERS)
             sim.clock.advance(timedelta(days=4))
             day = local_date(before_midnight, account.timezone)
@@ -135,7 +135,7 @@ def test_transaction_report_times_in_a_dst_zone(account, tmp_path):
     tz = ZoneInfo("America/New_York")
     before_change = datetime(2025, 11, 2, 4, 0, tzinfo=UTC)  # 00:00 EDT; clocks go back at 06:00 UTC
     with run_simulator(clock=VirtualClock(before_change), seed=5, timezone=tz, password=account.password) as sim:
-        with ProviderClient(sim.base_url, account.userid, Secret(account.password), None, tz) as c:
+        with ProviderClient(sim.base_url, account.userid, SecretStr(account.password), None, tz) as c:
             early = c.send([NUMBERS[0]], "before", "SGCSMS")
             sim.clock.advance(timedelta(hours=4))  # 03:00 EST, after the change
             late = c.send([NUMBERS[1]], "after", "SGCSMS")
@@ -162,7 +162,7 @@ def test_summary_units_tie_out_with_the_ledger(client, sim):
 
 
 def test_report_call_with_wrong_credentials_is_an_error_without_the_secret(make_client, sim, tmp_path):
-    bad = make_client(password=Secret("wrong-secret-123"))
+    bad = make_client(password=SecretStr("wrong-secret-123"))
 
     with pytest.raises(ReportError) as err:
         bad.summary(_today(sim), _today(sim))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pydantic import SecretStr
 import pytest
 
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.provider import SendAccepted, SendRefused
-from sms_pipeline.settings import Secret
 
 A, B, C = "919876543210", "918765432109", "917654321098"
 
@@ -76,7 +76,7 @@ def test_message_errors_are_refused_and_not_billed(client, sim, mobiles, text, s
 
 
 def test_wrong_password_is_refused_with_216(make_client, sim):
-    outcome = make_client(password=Secret("wrong")).send([A], "hello", "SGCSMS")
+    outcome = make_client(password=SecretStr("wrong")).send([A], "hello", "SGCSMS")
 
     assert isinstance(outcome, SendRefused) and outcome.code == "216"
     assert outcome.is_configuration_error
@@ -91,8 +91,8 @@ def test_missing_userid_is_refused_with_213(make_client, sim):
 
 
 def test_api_key_header_authenticates(make_client, sim, account):
-    good = make_client(password=None, api_key=Secret(account.api_key)).send([A], "hello", "SGCSMS")
-    bad = make_client(password=None, api_key=Secret("nope")).send([A], "hello", "SGCSMS")
+    good = make_client(password=None, api_key=SecretStr(account.api_key)).send([A], "hello", "SGCSMS")
+    bad = make_client(password=None, api_key=SecretStr("nope")).send([A], "hello", "SGCSMS")
 
     assert isinstance(good, SendAccepted)
     assert isinstance(bad, SendRefused) and bad.code == "216"

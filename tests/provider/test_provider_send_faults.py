@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.provider import ProviderClient, SendAccepted, SendAmbiguous, SendNeverConnected, SendRefused
-from sms_pipeline.settings import Secret
 from sms_pipeline.simulator import run_simulator
 
 A, B = "919876543210", "918765432109"
@@ -94,7 +95,7 @@ def _run_with_faults(account, start, seed: int) -> tuple[list[str], list[str]]:
     """Outcome classes and billed msgIds of a fixed request sequence at 50% fault rates."""
     with run_simulator(clock=VirtualClock(start), seed=seed, password=account.password,
                        faults={"http_5xx": 0.5, "accept_then_drop": 0.5}) as running:
-        with ProviderClient(running.base_url, account.userid, Secret(account.password), None, account.timezone,
+        with ProviderClient(running.base_url, account.userid, SecretStr(account.password), None, account.timezone,
                             read_timeout=2.0) as provider:
             outcomes = [type(provider.send([A], f"message {i}", "SGCSMS")).__name__ for i in range(16)]
         return outcomes, [e.msg_id for e in running.state.ledger_entries()]

@@ -1,16 +1,16 @@
-"""Receipt case 16: provider-local times across a DST change (Europe/London as provider zone)."""
+"""docs/receipt-cases.md#case-16: provider-local times across a DST change (Europe/London as provider zone)."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
-from reconcile_world import numbers, world_for
+from tests.support.reconcile import numbers, world_for
 
 FALL_BACK = date(2026, 10, 25)  # 01:00-02:00 happens twice in Europe/London
 
 
-def test_sends_inside_the_repeated_hour_are_matched_and_keep_their_instants(db_url, tmp_path, monkeypatch):
-    for world in world_for(db_url, tmp_path, monkeypatch, tz_name="Europe/London", day=FALL_BACK, start=time(0, 10)):
+def test_sends_inside_the_repeated_hour_are_matched_and_keep_their_instants(db_url, tmp_path):
+    for world in world_for(db_url, tmp_path, tz_name="Europe/London", day=FALL_BACK, start=time(0, 10)):
         first_reading = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 01:30 BST
         second_reading = datetime(2026, 10, 25, 1, 30, tzinfo=UTC)  # 01:30 GMT, same wall clock
         world.move_to(first_reading)

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from reconcile_world import numbers
+from tests.support.reconcile import numbers
 
 
 def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:

@@ -1,10 +1,10 @@
-"""Receipt case 5: the same partition twice, or a range over reconciled days, changes nothing."""
+"""docs/receipt-cases.md#case-5: the same partition twice, or a range over reconciled days, changes nothing."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from reconcile_world import numbers
+from tests.support.reconcile import numbers
 
 
 def _metadata(result, asset: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""OTP sends have no transaction id (receipt cases 9 and 11): reconstruction, three-valued."""
+"""OTP sends have no transaction id (docs/receipt-cases.md#case-9 and #case-11): reconstruction, three-valued."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Receipt cases of receipt-cases.md (1-4, 6-8, 10, 13, 15, 20): simulator -> ingest -> assets."""
+"""Cases of docs/receipt-cases.md (1-4, 6-8, 10, 13, 15, 20): simulator -> ingest -> assets."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from reconcile_world import STATE_OF_WORD, numbers, world_for
+from tests.support.reconcile import STATE_OF_WORD, numbers, world_for
 from sms_pipeline.simulator import generation
 
 
@@ -91,8 +91,8 @@ def test_case_3_conflicting_finals_first_wins_and_the_conflict_is_recorded(world
     assert _metadata(result, "msg/reconciliation")["conflicting_finals"] == 3
 
 
-def test_case_4_the_same_receipt_twice_is_one_event(db_url, tmp_path, monkeypatch):
-    for world in world_for(db_url, tmp_path, monkeypatch, faults={"duplicate_rows": 1.0}):
+def test_case_4_the_same_receipt_twice_is_one_event(db_url, tmp_path):
+    for world in world_for(db_url, tmp_path, faults={"duplicate_rows": 1.0}):
         keys = world.send(numbers(30))
         world.move_to(world.at(world.day + timedelta(days=1), 3))
         result = world.run_daily(world.day)
@@ -204,8 +204,8 @@ def test_case_13_accepted_then_dropped_is_found_billed_once_and_never_resent(wor
     assert sorted(e.mobile for e in world.ledger()) == sorted(recipients)
 
 
-def test_case_15_unmapped_status_words_are_stored_counted_and_move_nothing(db_url, tmp_path, monkeypatch):
-    for world in world_for(db_url, tmp_path, monkeypatch, faults={"unmapped_status": 1.0}):
+def test_case_15_unmapped_status_words_are_stored_counted_and_move_nothing(db_url, tmp_path):
+    for world in world_for(db_url, tmp_path, faults={"unmapped_status": 1.0}):
         keys = world.send(numbers(40))
         world.move_to(world.at(world.day + timedelta(days=4), 3))
         result = world.run_daily(world.day)
@@ -225,8 +225,8 @@ def test_case_15_unmapped_status_words_are_stored_counted_and_move_nothing(db_ur
         assert len(keys) == 40
 
 
-def test_case_20_a_row_filed_in_the_neighbouring_days_file_is_still_matched_once(db_url, tmp_path, monkeypatch):
-    for world in world_for(db_url, tmp_path, monkeypatch, faults={"neighbour_day": 1.0}):
+def test_case_20_a_row_filed_in_the_neighbouring_days_file_is_still_matched_once(db_url, tmp_path):
+    for world in world_for(db_url, tmp_path, faults={"neighbour_day": 1.0}):
         world.move_to(world.at(world.day, 15))  # afternoon rows drift into the next day's file
         recipients = numbers(10)
         keys = dict(zip(recipients, world.send(recipients)))

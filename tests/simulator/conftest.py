@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
 import httpx
 import pytest
 
-from sms_pipeline.core.clock import VirtualClock
-from sms_pipeline.simulator import RunningSimulator, run_simulator
+from sms_pipeline.simulator import RunningSimulator
+from tests.support.provider import REPRODUCIBLE_SEED, REPRODUCIBLE_START
 
-# A fixed past instant (10:00 in Kolkata), so runs are reproducible.
-START = datetime(2025, 6, 10, 4, 30, tzinfo=UTC)
 
 
 @pytest.fixture
 def start_time() -> datetime:
-    return START
+    return REPRODUCIBLE_START
 
 
 @pytest.fixture
-def sim(start_time: datetime) -> Iterator[RunningSimulator]:
-    with run_simulator(clock=VirtualClock(start_time), seed=7) as running:
-        yield running
+def simulator_seed() -> int:
+    return REPRODUCIBLE_SEED
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from sms_pipeline.core.statuses import STATUS_OUTCOMES, normalise_status
         ("UNDELIVERED", "UNDELIV", "failed", MessageState.failed),
         ("REJECTED", "REJECTD", "failed", MessageState.failed),
         ("ACCEPTED", "ACCEPTD", "intermediate", None),
-        # receipt-cases #15
+        # docs/receipt-cases.md#case-15
         (" delivrd ", "DELIVRD", "delivered", MessageState.delivered),
         ("Delivered\t", "DELIVRD", "delivered", MessageState.delivered),
         ("undeliv", "UNDELIV", "failed", MessageState.failed),

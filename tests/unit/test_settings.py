@@ -49,7 +49,7 @@ def test_malformed_value_is_one_line_error_naming_it(name, value):
 def test_secrets_never_show():
     s = settings.load({"SMS_PROVIDER_PASSWORD": "hunter2", "SMS_PIPELINE_OTP_HMAC_KEY": "k3y"})
     assert "hunter2" not in repr(s) and "k3y" not in repr(s)
-    assert s.provider_password.reveal() == "hunter2"
+    assert s.provider_password.get_secret_value() == "hunter2"
 
 
 def test_other_variables_are_ignored():

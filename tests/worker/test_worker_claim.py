@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 import psycopg
-from worker_support import enqueue, make_worker, request, states
+from tests.support.worker import enqueue, make_worker, request, states
 
 from sms_pipeline import intake
 from sms_pipeline.send.claim import claim
@@ -66,7 +66,7 @@ def test_claim_takes_only_due_unexpired_rows_of_the_asked_queue(db, clock):
     assert [m.recipient for m in later] == ["919800000002"]
 
 
-def test_worker_leaves_otp_rows_alone_without_an_otp_strategy(db, db_url, simulator, client, clock):
+def test_worker_leaves_otp_rows_alone_without_an_otp_strategy(db, db_url, sim, client, clock):
     enqueue(db, [request(1), request(2, message_class="otp", body="Your code is $otp$", purpose="login")], clock)
 
     summary = make_worker(db_url, client, clock).run(once=True)
@@ -76,12 +76,12 @@ def test_worker_leaves_otp_rows_alone_without_an_otp_strategy(db, db_url, simula
         "transactional": "submitted", "otp": "pending"}
 
 
-def test_threads_of_one_worker_send_every_row_once(db, db_url, simulator, client, clock):
+def test_threads_of_one_worker_send_every_row_once(db, db_url, sim, client, clock):
     enqueue(db, [request(n) for n in range(2_000)], clock)
 
     summary = make_worker(db_url, client, clock, batch_size=100, concurrency=3).run(once=True)
 
     assert states(db) == {"submitted": 2_000}
     assert (summary.claimed, summary.submitted, summary.requests) == (2_000, 2_000, 20)
-    mobiles = Counter(e.mobile for e in simulator.state.ledger_entries())
+    mobiles = Counter(e.mobile for e in sim.state.ledger_entries())
     assert len(mobiles) == 2_000 and set(mobiles.values()) == {1}

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from worker_support import FOREIGN_NUMBER, digits, enqueue, ledger, make_worker, request, rows, states
+from tests.support.worker import FOREIGN_NUMBER, digits, enqueue, ledger, make_worker, request, rows, states
 
 from sms_pipeline import cli
 from sms_pipeline.settings import PREFIXES
@@ -96,10 +96,10 @@ def test_rates_load_is_idempotent_updates_corrections_and_refuses_bad_files_whol
     assert db.execute("SELECT count(*) FROM msg.rate_card").fetchone()[0] == 2
 
 
-def test_messages_show_traces_every_attempt_with_ids_receipts_and_cost(run, db, db_url, simulator, client, clock):
+def test_messages_show_traces_every_attempt_with_ids_receipts_and_cost(run, db, db_url, sim, client, clock):
     [row] = enqueue(db, [request(1)], clock)
     make_worker(db_url, client, clock).run(once=True)
-    [billed] = ledger(simulator)
+    [billed] = ledger(sim)
     db.execute("""INSERT INTO dlr.delivery_receipts (provider_message_id, status_word, raw_status, outcome,
                       provider_txn_id, provider_submit_at, submit_month, provider_done_at, source, first_seen_at,
                       message_id, message_created_at, correlation_result, disposition)
@@ -122,7 +122,7 @@ def test_messages_show_traces_every_attempt_with_ids_receipts_and_cost(run, db, 
     assert run("messages", "show", "--recipient", "098000 00001", "--tenant", "tenant-b")[:2] == (1, "no message found\n")
 
 
-def test_messages_replay_supersedes_a_dead_attempt_and_refuses_a_live_one(run, db, db_url, simulator, client, clock):
+def test_messages_replay_supersedes_a_dead_attempt_and_refuses_a_live_one(run, db, db_url, sim, client, clock):
     enqueue(db, [request(1, recipient=FOREIGN_NUMBER), request(2)], clock)
     make_worker(db_url, client, clock).run(once=True)
     rejected, submitted = (r["state"] for r in rows(db))

@@ -6,7 +6,8 @@ import threading
 import time
 from datetime import timedelta
 
-from worker_support import FOREIGN_NUMBER, PROVIDER_ZONE, enqueue, ledger, make_worker, price, request, rows
+from tests.support.provider import PROVIDER_ZONE
+from tests.support.worker import FOREIGN_NUMBER, enqueue, ledger, make_worker, price, request, rows
 
 from sms_pipeline.provider.results import SendAmbiguous
 from sms_pipeline.send import upkeep
@@ -22,7 +23,7 @@ def claimed_request(db, clock):
     return batch
 
 
-def test_replaying_the_same_provider_answer_changes_nothing_the_second_time(db, simulator, client, clock):
+def test_replaying_the_same_provider_answer_changes_nothing_the_second_time(db, sim, client, clock):
     price(db)
     enqueue(db, [request(1), request(2, recipient=FOREIGN_NUMBER), request(3)], clock)
     batch = claimed_request(db, clock)
@@ -38,10 +39,10 @@ def test_replaying_the_same_provider_answer_changes_nothing_the_second_time(db, 
     assert (first.submitted, first.rejected) == (2, 1)
     assert again.moved == 0 and contradicting.moved == 0
     assert db.execute(SNAPSHOT).fetchall() == after_first  # updated_at included
-    assert len(ledger(simulator)) == 2
+    assert len(ledger(sim)) == 2
 
 
-def test_an_answer_after_the_lease_ran_out_leaves_the_unknown_row_alone(db, simulator, client, clock):
+def test_an_answer_after_the_lease_ran_out_leaves_the_unknown_row_alone(db, sim, client, clock):
     enqueue(db, [request(1)], clock)
     batch = claimed_request(db, clock)
     clock.advance(timedelta(minutes=6))
@@ -55,15 +56,15 @@ def test_an_answer_after_the_lease_ran_out_leaves_the_unknown_row_alone(db, simu
     assert (row["state"], row["state_reason"], row["billable_units"]) == ("unknown", "lease_expired", None)
 
 
-def test_stopping_finishes_the_request_in_flight_and_releases_the_rest(db, db_url, simulator, client, clock):
+def test_stopping_finishes_the_request_in_flight_and_releases_the_rest(db, db_url, sim, client, clock):
     # Three bodies: three requests from one claim; each answer takes a second.
     enqueue(db, [request(n, body=f"Your order {n} has shipped") for n in range(3)], clock)
-    simulator.faults.update({"slow": 1.0, "slow_delay_s": 1.0})
+    sim.faults.update({"slow": 1.0, "slow_delay_s": 1.0})
     worker = make_worker(db_url, client, clock)
     running = threading.Thread(target=worker.run)
     running.start()
     deadline = time.monotonic() + 10
-    while not ledger(simulator) and time.monotonic() < deadline:
+    while not ledger(sim) and time.monotonic() < deadline:
         time.sleep(0.02)  # the first request has been billed; its answer is on its way
 
     worker.stop()
@@ -73,4 +74,4 @@ def test_stopping_finishes_the_request_in_flight_and_releases_the_rest(db, db_ur
     first, *rest = rows(db)
     assert first["state"] == "submitted"  # its outcome was written
     assert [(r["state"], r["state_reason"]) for r in rest] == [("pending", "released_unsent")] * 2
-    assert len(ledger(simulator)) == 1
+    assert len(ledger(sim)) == 1

@@ -6,7 +6,7 @@ import logging
 import threading
 
 import psycopg
-from worker_support import request
+from tests.support.worker import request
 
 from sms_pipeline import intake
 

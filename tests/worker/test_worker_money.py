@@ -1,10 +1,10 @@
-"""Money (receipt cases 22 and 23): NUMERIC end to end, rejected rows unbilled, unpriced rows NULL and counted."""
+"""Money (docs/receipt-cases.md#case-22, #case-23): NUMERIC end to end, rejected unbilled, unpriced NULL and counted."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from worker_support import FOREIGN_NUMBER, enqueue, ledger, make_worker, price, request, states
+from tests.support.worker import FOREIGN_NUMBER, enqueue, ledger, make_worker, price, request, states
 
 TOTALS = """
 SELECT sum(cost), sum(billable_units),
@@ -15,7 +15,7 @@ SELECT sum(cost), sum(billable_units),
 
 
 def test_case_22_a_thousand_messages_at_0_0079_cost_exactly_7_9000_and_rejected_rows_nothing(
-        db, db_url, simulator, client, clock):
+        db, db_url, sim, client, clock):
     price(db, "0.0079")
     enqueue(db, [request(n) for n in range(1000)]
             + [request(1000 + n, recipient=FOREIGN_NUMBER, event_type="refused") for n in range(3)], clock)
@@ -27,7 +27,7 @@ def test_case_22_a_thousand_messages_at_0_0079_cost_exactly_7_9000_and_rejected_
     assert isinstance(total, Decimal) and total == Decimal("7.9000") and str(total) == "7.9000"
     assert (units, rejected_cost, rejected_billed) == (1000, 0, 0)
     assert summary.unpriced == 0
-    assert sum(e.units for e in ledger(simulator)) == units  # what we bill ourselves = what was billed
+    assert sum(e.units for e in ledger(sim)) == units  # what we bill ourselves = what was billed
 
     # Receipts later fail or expire some of them: what was billed stays billed.
     db.execute("""UPDATE msg.outbound_message SET state = 'failed'
@@ -38,7 +38,7 @@ def test_case_22_a_thousand_messages_at_0_0079_cost_exactly_7_9000_and_rejected_
 
 
 def test_case_23_a_message_without_a_rate_keeps_cost_null_and_is_counted_unpriced(
-        db, db_url, simulator, client, clock):
+        db, db_url, sim, client, clock):
     price(db, "0.0079", message_class="transactional")  # promotional has no price
     enqueue(db, [request(1), request(2, message_class="promotional"), request(3, message_class="promotional")],
             clock)

@@ -1,12 +1,13 @@
-"""Every row of design.md's send-outcome table, driven by the simulator, checked in the rows and the ledger.
+"""Every row of docs/design.md#send-outcomes, driven by the simulator, checked in the rows and the ledger.
 
-The success row (fan-out with ``invalidMobile``) is receipt case 12, in test_worker_receipt_cases.py.
+The success row (fan-out with ``invalidMobile``) is docs/receipt-cases.md#case-12, in test_worker_receipt_cases.py.
 """
 
 from __future__ import annotations
 
 import pytest
-from worker_support import FOREIGN_NUMBER, digits, enqueue, ledger, make_client, make_worker, request, rows, states
+from tests.support.provider import client_for
+from tests.support.worker import FOREIGN_NUMBER, digits, enqueue, ledger, make_worker, request, rows, states
 
 from sms_pipeline.provider.results import SendAccepted, SendAmbiguous, SendNeverConnected, SendRefused
 from sms_pipeline.send.breaker import BreakerState, CircuitBreaker
@@ -18,7 +19,7 @@ from sms_pipeline.send.outcomes import Action, decide
     ({"sender_id": "X"}, "231", "invalid_sender"),
     ({"recipient": FOREIGN_NUMBER}, "235", "no_valid_number"),
 ])
-def test_message_level_refusal_rejects_the_request_unbilled(db, db_url, simulator, client, clock,
+def test_message_level_refusal_rejects_the_request_unbilled(db, db_url, sim, client, clock,
                                                              overrides, code, reason):
     enqueue(db, [request(1, **overrides)], clock)
 
@@ -27,16 +28,16 @@ def test_message_level_refusal_rejects_the_request_unbilled(db, db_url, simulato
     [row] = rows(db)
     assert (row["state"], row["state_reason"], row["provider_status_code"]) == ("rejected", reason, code)
     assert row["billable_units"] is None and row["cost"] is None
-    assert ledger(simulator) == []
+    assert ledger(sim) == []
     assert summary.rejected == 1
 
 
 @pytest.mark.parametrize("refusal", ["216", "213", "301"])
-def test_configuration_refusal_releases_the_rows_and_stops_the_worker(db, db_url, simulator, clock, refusal):
+def test_configuration_refusal_releases_the_rows_and_stops_the_worker(db, db_url, sim, clock, refusal):
     enqueue(db, [request(n) for n in range(3)], clock)
     if refusal == "301":
-        simulator.state.credits = 0
-    client = make_client(simulator, userid="" if refusal == "213" else "demo",
+        sim.state.credits = 0
+    client = client_for(sim, userid="" if refusal == "213" else "demo",
                          password="wrong" if refusal == "216" else "demo")
 
     with client, pytest.raises(ProviderRefusedConfiguration, match=f"code {refusal}"):
@@ -44,52 +45,52 @@ def test_configuration_refusal_releases_the_rows_and_stops_the_worker(db, db_url
 
     assert states(db) == {"pending": 3}
     assert {r["state_reason"] for r in rows(db)} == {"configuration_refused"}
-    assert ledger(simulator) == []
+    assert ledger(sim) == []
 
 
-def test_rate_limit_releases_the_rows_and_backs_off(db, db_url, simulator, client, clock):
+def test_rate_limit_releases_the_rows_and_backs_off(db, db_url, sim, client, clock):
     enqueue(db, [request(n) for n in range(2)], clock)
-    simulator.faults.update({"rate_limit_send": 1.0})
+    sim.faults.update({"rate_limit_send": 1.0})
 
     summary = make_worker(db_url, client, clock, max_rate_limited_in_once=3).run(once=True)
 
     assert summary.stopped_by == "rate_limited" and summary.requests == 3 and summary.released == 6
     assert states(db) == {"pending": 2}
-    assert ledger(simulator) == []
+    assert ledger(sim) == []
 
-    simulator.faults.clear()
+    sim.faults.clear()
     make_worker(db_url, client, clock).run(once=True)
     assert states(db) == {"submitted": 2}
-    assert len(ledger(simulator)) == 2
+    assert len(ledger(sim)) == 2
 
 
 @pytest.mark.parametrize("fault", ["accept_then_drop", "stall"])
-def test_billed_but_unanswered_request_leaves_the_rows_unknown(db, db_url, simulator, clock, fault):
+def test_billed_but_unanswered_request_leaves_the_rows_unknown(db, db_url, sim, clock, fault):
     enqueue(db, [request(n) for n in range(2)], clock)
-    simulator.faults.update({fault: 1.0, "stall_s": 2.0})
+    sim.faults.update({fault: 1.0, "stall_s": 2.0})
 
-    with make_client(simulator, read_timeout=0.5) as client:
+    with client_for(sim, read_timeout=0.5) as client:
         summary = make_worker(db_url, client, clock).run(once=True)
 
     assert states(db) == {"unknown": 2}
     assert {r["state_reason"] for r in rows(db)} == {"send_ambiguous"}
-    assert sorted(e.mobile for e in ledger(simulator)) == [digits(0), digits(1)]  # billed all the same
+    assert sorted(e.mobile for e in ledger(sim)) == [digits(0), digits(1)]  # billed all the same
     assert summary.unknown == 2
 
 
-def test_http_5xx_leaves_the_rows_unknown_and_nothing_billed(db, db_url, simulator, client, clock):
+def test_http_5xx_leaves_the_rows_unknown_and_nothing_billed(db, db_url, sim, client, clock):
     enqueue(db, [request(1)], clock)
-    simulator.faults.update({"http_5xx": 1.0})
+    sim.faults.update({"http_5xx": 1.0})
 
     make_worker(db_url, client, clock).run(once=True)
 
     assert states(db) == {"unknown": 1}
-    assert ledger(simulator) == []
+    assert ledger(sim) == []
 
 
-def test_no_connection_releases_the_rows_and_trips_the_breaker(db, db_url, simulator, client, clock):
+def test_no_connection_releases_the_rows_and_trips_the_breaker(db, db_url, sim, client, clock):
     enqueue(db, [request(1)], clock)
-    simulator.faults.update({"refuse_connection": 1.0})
+    sim.faults.update({"refuse_connection": 1.0})
     breaker = CircuitBreaker(3, 30.0)
 
     summary = make_worker(db_url, client, clock, breaker=breaker).run(once=True)
@@ -98,7 +99,7 @@ def test_no_connection_releases_the_rows_and_trips_the_breaker(db, db_url, simul
     assert breaker.state is BreakerState.open
     assert states(db) == {"pending": 1}
     assert rows(db)[0]["state_reason"] == "never_connected"
-    assert ledger(simulator) == []
+    assert ledger(sim) == []
 
 
 def test_decision_table_for_codes_the_simulator_cannot_produce():

@@ -134,7 +134,7 @@ def test_rate_card_lines_are_checked_one_by_one_and_duplicates_refused():
 
 
 def test_validation_in_processes_keeps_file_order_and_line_numbers(monkeypatch):
-    monkeypatch.setattr(intake, "_LINES_PER_BLOCK", 50)  # the parent cuts the blocks
+    monkeypatch.setattr(intake.messages, "_LINES_PER_BLOCK", 50)  # the parent cuts the blocks
     lines = [json.dumps({**GOOD, "event_id": f"e-{n}"}).encode() + b"\n" for n in range(130)]
     lines[5], lines[75], lines[129] = b"{broken\n", b"\xff\xfe\n", b"\n"
     read: list[int] = []

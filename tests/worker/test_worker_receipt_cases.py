@@ -1,4 +1,4 @@
-"""Receipt cases 12, 13, 14, 24 and 25 of receipt-cases.md, through simulator -> client -> worker -> database.
+"""Cases 12, 13, 14, 24 and 25 of docs/receipt-cases.md, through simulator -> client -> worker -> database.
 
 Cases 22 and 23 (money) are in test_worker_money.py.
 """
@@ -11,12 +11,12 @@ from decimal import Decimal
 
 import psycopg
 import pytest
-from worker_support import (
+from tests.support.provider import client_for
+from tests.support.worker import (
     FOREIGN_NUMBER,
     digits,
     enqueue,
     ledger,
-    make_client,
     make_worker,
     price,
     request,
@@ -28,7 +28,7 @@ from sms_pipeline.send.breaker import CircuitBreaker
 
 
 def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submitted(
-        db, db_url, simulator, client, clock, caplog):
+        db, db_url, sim, client, clock, caplog):
     caplog.set_level(logging.DEBUG, logger="sms_pipeline.worker")
     price(db)
     enqueue(db, [request(1), request(2, recipient=FOREIGN_NUMBER), request(3)], clock)
@@ -45,7 +45,7 @@ def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submi
     for row in accepted:
         assert (row["state"], row["provider_txn_id"], row["submitted_at"]) == ("submitted", txn, clock.now())
         assert (row["billable_units"], row["cost"], row["cost_currency"]) == (1, Decimal("0.0079"), "INR")
-    entries = ledger(simulator)
+    entries = ledger(sim)
     assert sorted(e.mobile for e in entries) == [digits(1), digits(3)]
     assert {e.transaction_id for e in entries} == {txn}
     assert (summary.requests, summary.submitted, summary.rejected) == (1, 2, 1)
@@ -55,49 +55,49 @@ def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submi
 
 
 def test_case_13_accepted_then_dropped_is_unknown_billed_once_and_never_sent_again(
-        db, db_url, simulator, clock):
+        db, db_url, sim, clock):
     enqueue(db, [request(1)], clock)
-    simulator.faults.update({"accept_then_drop": 1.0})
-    with make_client(simulator) as client:
+    sim.faults.update({"accept_then_drop": 1.0})
+    with client_for(sim) as client:
         make_worker(db_url, client, clock).run(once=True)
     [row] = rows(db)
     assert (row["state"], row["state_reason"], row["provider_txn_id"]) == ("unknown", "send_ambiguous", None)
 
-    simulator.faults.clear()
+    sim.faults.clear()
     clock.advance(timedelta(minutes=10))  # past the lease: upkeep runs, nothing is re-claimed
-    with make_client(simulator) as client:
+    with client_for(sim) as client:
         summary = make_worker(db_url, client, clock).run(once=True)
 
     assert summary.claimed == 0 and states(db) == {"unknown": 1}
-    [billed] = ledger(simulator)
+    [billed] = ledger(sim)
     # What reconciliation will match on (recipient, sender, attempt time) is all there.
     assert billed.mobile == row["recipient"] and billed.sender == "SGCSMS"
     assert abs(billed.submitted_at - row["claimed_at"]) < timedelta(seconds=1)
 
 
 def test_case_14_a_5xx_may_have_left_so_unknown_a_refused_connection_did_not_so_retried(
-        db, db_url, simulator, client, clock):
+        db, db_url, sim, client, clock):
     enqueue(db, [request(1)], clock)
-    simulator.faults.update({"http_5xx": 1.0})
+    sim.faults.update({"http_5xx": 1.0})
     make_worker(db_url, client, clock).run(once=True)
-    assert states(db) == {"unknown": 1} and ledger(simulator) == []
+    assert states(db) == {"unknown": 1} and ledger(sim) == []
 
     enqueue(db, [request(2)], clock)
-    simulator.faults.update({"http_5xx": 0.0, "refuse_connection": 1.0})
-    with make_client(simulator) as refused_client:  # the proxy refuses every connection
+    sim.faults.update({"http_5xx": 0.0, "refuse_connection": 1.0})
+    with client_for(sim) as refused_client:  # the proxy refuses every connection
         make_worker(db_url, refused_client, clock, breaker=CircuitBreaker(1, 30.0)).run(once=True)
-    assert states(db) == {"unknown": 1, "pending": 1} and ledger(simulator) == []
+    assert states(db) == {"unknown": 1, "pending": 1} and ledger(sim) == []
 
-    simulator.faults.clear()
-    with make_client(simulator) as client_again:
+    sim.faults.clear()
+    with client_for(sim) as client_again:
         make_worker(db_url, client_again, clock).run(once=True)
     second = rows(db)[1]
     assert (second["state"], second["attempt_count"]) == ("submitted", 2)
-    assert [e.mobile for e in ledger(simulator)] == [digits(2)]  # sent exactly once
+    assert [e.mobile for e in ledger(sim)] == [digits(2)]  # sent exactly once
 
 
 def test_case_24_editing_or_redacting_the_body_moves_no_stored_segment_unit_or_cost(
-        db, db_url, simulator, client, clock):
+        db, db_url, sim, client, clock):
     price(db)
     long_body = "Your order has shipped. " * 10  # 240 GSM-7 characters: 2 segments
     enqueue(db, [request(1, body=long_body)], clock)
@@ -114,7 +114,7 @@ def test_case_24_editing_or_redacting_the_body_moves_no_stored_segment_unit_or_c
 
 
 def test_case_25_a_scheduled_send_whose_window_passed_while_down_is_expired_and_counted(
-        db, db_url, simulator, client, clock):
+        db, db_url, sim, client, clock):
     now = clock.now()
     enqueue(db, [request(1, scheduled_for=(now - timedelta(hours=3)).isoformat(),
                          expires_at=(now - timedelta(hours=1)).isoformat()),
@@ -127,4 +127,4 @@ def test_case_25_a_scheduled_send_whose_window_passed_while_down_is_expired_and_
     assert (late["state"], late["state_reason"], late["claimed_at"]) == ("expired", "expired_unsent", None)
     assert due["state"] == "submitted"
     assert summary.pending_expired == 1
-    assert [e.mobile for e in ledger(simulator)] == [digits(2)]
+    assert [e.mobile for e in ledger(sim)] == [digits(2)]

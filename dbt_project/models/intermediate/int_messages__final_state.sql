@@ -62,7 +62,7 @@ classified as (
         delivered_at,
         billable_units,
         cost,
-        -- Billing happens at submission (seed 000): a row that reached
+        -- Billing happens at submission (docs/design.md#money): a row that reached
         -- `submitted` is billed whatever its delivery did afterwards.
         submitted_at is not null and state <> 'rejected' as is_billed,
         state = 'rejected' as is_rejected,

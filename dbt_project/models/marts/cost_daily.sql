@@ -1,7 +1,7 @@
 -- What we were billed, per provider-local day of the send attempt, tenant,
 -- channel, message class, sender id and currency.
 --
--- Billing fires at submission (seed 000), so cost is summed over billed rows
+-- Billing fires at submission (docs/design.md#money), so cost is summed over billed rows
 -- (reached `submitted`, not rejected) whatever their delivery did later, and
 -- never recomputed from delivery state. Rejected rows are counted and cost
 -- nothing. A billed row without a price is unpriced: its units are reported,

@@ -1,6 +1,6 @@
 -- Delivery outcome counts per provider-local day of the send attempt,
 -- channel, message class and sender id. The denominator of both ratios is
--- everything submitted (seed 000): with delivered + failed as denominator a
+-- everything submitted (docs/design.md#health-checks): with delivered + failed as denominator a
 -- dead receipt pipeline would freeze the ratio at a healthy value.
 -- `unknown` rows may or may not have reached the provider; they are counted
 -- beside the submitted ones, not inside them.

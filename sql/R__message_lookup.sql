@@ -1,0 +1,35 @@
+-- The live definition of the triggers of msg.message_lookup, the immutable
+-- identity of every message row for operator lookups by attempt key or
+-- recipient (written once, at insert, instead of indexing the message table).
+--
+-- Repeatable migration: applied after every V file, and again whenever this
+-- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
+-- V file; the tables and triggers these functions belong to are made by V
+-- files.
+
+-- One set-based insert per INSERT statement (intake loads thousands of rows
+-- in one), through the statement's transition table: a plain INSERT into the
+-- message table cannot skip it.
+-- Fired by outbound_message_register_lookup: AFTER INSERT, for each statement,
+-- REFERENCING NEW TABLE AS new_rows.
+CREATE OR REPLACE FUNCTION msg.register_message_lookup() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO msg.message_lookup (attempt_key, tenant_id, recipient, business_key, message_id, message_created_at)
+    SELECT attempt_key, tenant_id, recipient, business_key, id, created_at FROM new_rows;
+    RETURN NULL;
+END;
+$$;
+
+-- A deleted row's lookup goes with it.
+-- Fired by outbound_message_release_lookup: AFTER DELETE, for each statement,
+-- REFERENCING OLD TABLE AS old_rows.
+CREATE OR REPLACE FUNCTION msg.release_message_lookup() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    DELETE FROM msg.message_lookup l USING old_rows o WHERE l.attempt_key = o.attempt_key;
+    RETURN NULL;
+END;
+$$;

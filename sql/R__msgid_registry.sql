@@ -1,0 +1,134 @@
+-- The live definition of the provider msgId registry's triggers.
+--
+-- Repeatable migration: applied after every V file, and again whenever this
+-- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
+-- V file; the tables and triggers these functions belong to are made by V
+-- files.
+--
+-- A msgId is one recipient's, so it may belong to one row only: the
+-- registry msg.provider_message_id_registry holds one entry per msgId,
+-- pointing at its row. Inserts register through a row trigger (a new row
+-- rarely carries a msgId); updates, which write msgIds onto a whole day of
+-- rows in one statement (up to a million), through one statement-level
+-- trigger over the transition tables. Both refuse a msgId held by another
+-- row with the same error: unique_violation on
+-- provider_message_id_registry_pkey.
+
+-- Register NEW's msgId when it is set or changed. The old msgId's entry is
+-- only looked up when there was one: a lookup that can match nothing, repeated
+-- for every row of a big UPDATE against a growing registry, was quadratic.
+-- Fired by outbound_message_register_provider_message_id: BEFORE INSERT, for
+-- each row (updates go through the statement-level function below).
+CREATE OR REPLACE FUNCTION msg.register_provider_message_id() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    holder msg.provider_message_id_registry;
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF NEW.provider_message_id IS NOT DISTINCT FROM OLD.provider_message_id THEN
+            RETURN NEW;
+        END IF;
+        IF OLD.provider_message_id IS NOT NULL THEN
+            DELETE FROM msg.provider_message_id_registry
+             WHERE provider_message_id = OLD.provider_message_id
+               AND message_id = OLD.id AND message_created_at = OLD.created_at;
+        END IF;
+    END IF;
+    IF NEW.provider_message_id IS NULL THEN
+        RETURN NEW;
+    END IF;
+
+    INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
+    VALUES (NEW.provider_message_id, NEW.id, NEW.created_at)
+    ON CONFLICT (provider_message_id) DO NOTHING;
+    IF NOT FOUND THEN
+        SELECT * INTO holder FROM msg.provider_message_id_registry
+         WHERE provider_message_id = NEW.provider_message_id;
+        IF holder.message_id <> NEW.id OR holder.message_created_at <> NEW.created_at THEN
+            RAISE EXCEPTION 'duplicate provider_message_id: already held by msg.outbound_message id=%',
+                            holder.message_id
+                  USING ERRCODE = 'unique_violation', CONSTRAINT = 'provider_message_id_registry_pkey',
+                        TABLE = 'provider_message_id_registry', SCHEMA = 'msg';
+        END IF;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+-- The registry kept for an UPDATE statement as a whole: the entries of
+-- replaced msgIds deleted, the new ones inserted, and a msgId already held by
+-- another row refused, each as one set-based statement. Most UPDATEs (the
+-- worker's claims and outcomes, upkeep) touch rows without a msgId before or
+-- after and leave at once: a column list (AFTER UPDATE OF
+-- provider_message_id) cannot be combined with transition tables, so that
+-- test lives here.
+-- Fired by outbound_message_register_updated_provider_message_ids: AFTER
+-- UPDATE, for each statement, REFERENCING OLD TABLE AS old_rows NEW TABLE AS
+-- new_rows.
+CREATE OR REPLACE FUNCTION msg.register_updated_provider_message_ids() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    registered bigint;
+    wanted bigint;
+    holder_id bigint;
+BEGIN
+    -- Most UPDATEs (the worker's claims and outcomes, upkeep) touch rows
+    -- that have no msgId before or after: nothing for the registry to do.
+    -- Two scans of the transition tables instead of three planned joins.
+    IF NOT EXISTS (SELECT FROM new_rows WHERE provider_message_id IS NOT NULL)
+       AND NOT EXISTS (SELECT FROM old_rows WHERE provider_message_id IS NOT NULL) THEN
+        RETURN NULL;
+    END IF;
+
+    -- Separate statements, not data-modifying CTEs: each must see the
+    -- previous one's writes (a msgId moved from one row to another).
+    -- EXECUTE: planned for this statement's transition tables. A cached
+    -- plan, made when the function first ran on an UPDATE of a few rows,
+    -- would join a million rows with a nested loop.
+    EXECUTE $q$
+    DELETE FROM msg.provider_message_id_registry r
+     USING old_rows o
+      JOIN new_rows n ON n.id = o.id AND n.created_at = o.created_at
+     WHERE o.provider_message_id IS NOT NULL
+       AND n.provider_message_id IS DISTINCT FROM o.provider_message_id
+       AND r.provider_message_id = o.provider_message_id
+       AND r.message_id = o.id AND r.message_created_at = o.created_at$q$;
+
+    EXECUTE $q$
+    INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
+    SELECT n.provider_message_id, n.id, n.created_at
+      FROM new_rows n
+      JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
+     WHERE n.provider_message_id IS NOT NULL
+       AND n.provider_message_id IS DISTINCT FROM o.provider_message_id
+    ON CONFLICT (provider_message_id) DO NOTHING$q$;
+    GET DIAGNOSTICS registered = ROW_COUNT;
+
+    -- Every new msgId registered: nothing can be held by another row. Only
+    -- when some were already there is the holder looked up.
+    EXECUTE $q$
+    SELECT count(*)
+      FROM new_rows n
+      JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
+     WHERE n.provider_message_id IS NOT NULL
+       AND n.provider_message_id IS DISTINCT FROM o.provider_message_id$q$ INTO wanted;
+    IF registered < wanted THEN
+        EXECUTE $q$
+        SELECT r.message_id
+          FROM new_rows n
+          JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
+          JOIN msg.provider_message_id_registry r ON r.provider_message_id = n.provider_message_id
+         WHERE n.provider_message_id IS DISTINCT FROM o.provider_message_id
+           AND (r.message_id <> n.id OR r.message_created_at <> n.created_at)
+         LIMIT 1$q$ INTO holder_id;
+        IF holder_id IS NOT NULL THEN
+            RAISE EXCEPTION 'duplicate provider_message_id: already held by msg.outbound_message id=%', holder_id
+                  USING ERRCODE = 'unique_violation', CONSTRAINT = 'provider_message_id_registry_pkey',
+                        TABLE = 'provider_message_id_registry', SCHEMA = 'msg';
+        END IF;
+    END IF;
+    RETURN NULL;
+END;
+$$;

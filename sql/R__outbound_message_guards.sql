@@ -1,0 +1,58 @@
+-- The live definition of the update guard of msg.outbound_message.
+--
+-- Repeatable migration: applied after every V file, and again whenever this
+-- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
+-- V file; the tables and triggers these functions belong to are made by V
+-- files.
+
+-- The last guard against bugs (set-based statements must still select only
+-- legal transitions themselves): the whole transition table, identity and
+-- money that never change once written, and updated_at that moves only when
+-- something really changed.
+-- Fired by outbound_message_guard: BEFORE UPDATE, for each row.
+CREATE OR REPLACE FUNCTION msg.outbound_message_before_update() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    requested_updated_at timestamptz := NEW.updated_at;
+BEGIN
+    IF NOT msg.is_legal_transition(OLD.state, NEW.state) THEN
+        RAISE EXCEPTION 'illegal state transition on msg.outbound_message id=%: % -> %',
+                        OLD.id, OLD.state, NEW.state
+              USING ERRCODE = 'check_violation',
+                    CONSTRAINT = 'outbound_message_state_transition',
+                    TABLE = 'outbound_message', SCHEMA = 'msg';
+    END IF;
+
+    IF NEW.tenant_id IS DISTINCT FROM OLD.tenant_id
+       OR NEW.business_key IS DISTINCT FROM OLD.business_key
+       OR NEW.attempt_key IS DISTINCT FROM OLD.attempt_key
+       OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: tenant_id, business_key, attempt_key and created_at never change',
+                        OLD.id
+              USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_identity_immutable',
+                    TABLE = 'outbound_message', SCHEMA = 'msg';
+    END IF;
+
+    -- Billing follows the submission: what was billed stays billed.
+    IF (OLD.cost IS NOT NULL AND NEW.cost IS DISTINCT FROM OLD.cost)
+       OR (OLD.cost_currency IS NOT NULL AND NEW.cost_currency IS DISTINCT FROM OLD.cost_currency)
+       OR (OLD.billable_units IS NOT NULL AND NEW.billable_units IS DISTINCT FROM OLD.billable_units)
+       OR NEW.segments IS DISTINCT FROM OLD.segments THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: segments, billable_units and cost are immutable once set',
+                        OLD.id
+              USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_money_immutable',
+                    TABLE = 'outbound_message', SCHEMA = 'msg';
+    END IF;
+
+    -- Compare everything but updated_at. A statement that changes nothing
+    -- keeps the old updated_at even if it set one; a real change keeps the
+    -- statement's own value (the application clock) or falls back to now().
+    NEW.updated_at := OLD.updated_at;
+    IF NEW IS DISTINCT FROM OLD THEN
+        NEW.updated_at := CASE WHEN requested_updated_at IS DISTINCT FROM OLD.updated_at
+                               THEN requested_updated_at ELSE now() END;
+    END IF;
+    RETURN NEW;
+END;
+$$;

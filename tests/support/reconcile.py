@@ -1,0 +1,294 @@
+"""A provider day under test: real Postgres, a running simulator, the real ingest and assets.
+
+``world`` starts the simulator on the application's virtual clock, points
+a settings object (and the Dagster resources built from it) at it, and offers
+the moves a test needs: send through the provider client and record the
+outbound rows as the worker would, move the clock, run the daily assets
+(ingest + reconciliation) for a day or a range through ``dg.materialize``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import dagster as dg
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from sms_pipeline import settings as settings_module
+from sms_pipeline.core.clock import VirtualClock
+from sms_pipeline.core.provider_time import day_bounds, local_date, localise
+from sms_pipeline.core.segments import count_segments
+from sms_pipeline.orchestration import ingest_assets, reconcile_assets
+from sms_pipeline.orchestration.resources import ClockResource, build_resources
+from sms_pipeline.orchestration.schedules import partition_range_tags
+from sms_pipeline.provider.client import ProviderClient
+from sms_pipeline.provider.results import SendAccepted
+from sms_pipeline.simulator import generation
+from sms_pipeline.simulator.server import RunningSimulator, run_simulator
+from sms_pipeline import intake
+from sms_pipeline.send.breaker import CircuitBreaker
+from sms_pipeline.send.loop import Worker, bulk_strategies
+from tests.support.rows import insert_message
+
+TENANT = "tenant-a"
+SENDER = "SGCSMS"
+UNIT_PRICE = "0.0079"
+STATE_OF_WORD = {"DELIVRD": "delivered", "UNDELIV": "failed", "REJECTD": "failed", "EXPIRED": "expired"}
+DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "msg/reconciliation")
+
+
+def numbers(count: int, start: int = 0) -> list[str]:
+    """Valid Indian mobile numbers (91 + 10 digits starting 9)."""
+    return [f"9198{start + i:08d}" for i in range(count)]
+
+
+@dataclass
+class World:
+    conn: psycopg.Connection
+    db_url: str
+    settings: settings_module.Settings
+    clock: VirtualClock
+    sim: RunningSimulator
+    client: ProviderClient
+    day: date  # the provider day the test is about
+    tz: ZoneInfo
+
+    # ----- time ------------------------------------------------------------
+
+    def at(self, day: date, hh: int, mm: int = 0, ss: int = 0) -> datetime:
+        """Provider-local wall time on ``day`` as a UTC instant."""
+        return localise(datetime.combine(day, time(hh, mm, ss)), self.tz)
+
+    def move_to(self, instant: datetime) -> None:
+        self.clock.set(instant)
+
+    # ----- sending -----------------------------------------------------------
+
+    def _insert(self, recipient: str, text: str, sender: str, message_class: str, **columns: Any) -> tuple:
+        now = self.clock.now()
+        values = {
+            "business_key": uuid.uuid4().hex,
+            "tenant_id": TENANT,
+            "channel": "sms",
+            "message_class": message_class,
+            "recipient": recipient,
+            "sender_id": sender,
+            "body": text,
+            "encoding": count_segments(text).encoding,
+            "segments": count_segments(text).segments,
+            "created_at": now,
+            **columns,
+        }
+        return insert_message(self.conn, **values)
+
+    def _submitted(self, recipient, text, sender, message_class, txn_id) -> tuple:
+        key = self._insert(recipient, text, sender, message_class, state="claimed", claimed_at=self.clock.now())
+        self.conn.execute(
+            """UPDATE msg.outbound_message m
+                  SET state = 'submitted', provider_txn_id = %(txn)s, submitted_at = %(now)s,
+                      billable_units = m.segments,
+                      (cost, cost_currency) = (SELECT m.segments * p.unit_price, p.currency
+                                                 FROM msg.unit_price(m.tenant_id, m.channel, m.message_class,
+                                                                     %(now)s, %(tz)s) p)
+                WHERE id = %(id)s AND created_at = %(created_at)s""",
+            {"txn": txn_id, "now": self.clock.now(), "tz": self.tz.key, "id": key[0], "created_at": key[1]},
+        )
+        return key
+
+    def send(self, recipients: Sequence[str], text: str = "Your order has shipped", sender: str = SENDER,
+             message_class: str = "transactional") -> list[tuple]:
+        """Enqueue one message per recipient and let the real worker send them (one request)."""
+        records = [
+            {"tenant_id": TENANT, "event_type": "reconcile_test", "event_id": uuid.uuid4().hex,
+             "recipient": "+" + recipient, "body": text, "message_class": message_class, "channel": "sms",
+             "sender_id": sender}
+            for recipient in recipients
+        ]
+        enqueued = intake.enqueue(self.conn, [intake.new_message(r) for r in records], clock=self.clock)
+        worker = Worker(
+            lambda: psycopg.connect(self.db_url, autocommit=True), bulk_strategies(self.client, self.tz.key),
+            clock=self.clock, batch_size=self.settings.batch_size,
+            lease=timedelta(seconds=self.settings.claim_lease_s), breaker=CircuitBreaker(5, 30.0),
+            poll_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05,
+        )
+        worker.run(once=True)
+        return [(e.message_id, e.created_at) for e in enqueued]
+
+    def send_ambiguous(self, recipients: Sequence[str], fault: str, text: str = "Your order has shipped") -> list[tuple]:
+        """A send through the worker whose answer never arrives: the worker writes the rows `unknown`."""
+        self.sim.faults.update({fault: 1.0})
+        try:
+            keys = self.send(recipients, text)
+        finally:
+            self.sim.faults.update({fault: 0.0})
+        assert {self.row(k)["state"] for k in keys} == {"unknown"}
+        return keys
+
+    def send_then_crash(self, recipient: str, text: str = "Your order has shipped") -> tuple:
+        """The provider accepted the request but the worker died before writing: the row stays `claimed`."""
+        outcome = self.client.send([recipient], text, SENDER)
+        assert isinstance(outcome, SendAccepted), outcome
+        return self._insert(recipient, text, SENDER, "transactional", state="claimed", claimed_at=self.clock.now())
+
+    def send_same_number_twice(self, recipient: str, text: str = "Your order has shipped") -> list[tuple]:
+        """One request listing a number twice (the worker never does this; the provider then has two msgIds)."""
+        outcome = self.client.send([recipient, recipient], text, SENDER, duplicate_check=False)
+        assert isinstance(outcome, SendAccepted) and len(outcome.accepted) == 2, outcome
+        return [self._submitted(recipient, text, SENDER, "transactional", outcome.transaction_id) for _ in range(2)]
+
+    def otp(self, recipient: str, template: str = "Your code is $otp$") -> tuple:
+        outcome = self.client.otp_generate(recipient, template, SENDER, "123456", code_expiry_s=300)
+        assert isinstance(outcome, SendAccepted), outcome
+        return self._submitted(recipient, template, SENDER, "otp", None)
+
+    # ----- the pipeline ------------------------------------------------------
+
+    def resources(self) -> dict[str, Any]:
+        # The project's resources for these settings; their secrets inline (the settings come from a mapping).
+        return {
+            **build_resources(self.settings, secrets_by_name=False),
+            "clock": ClockResource(frozen_at=self.clock.now().isoformat()),
+        }
+
+    def run_daily(self, first: date, last: date | None = None, *, ingest: bool = True,
+                  must_succeed: bool = True) -> dg.ExecuteInProcessResult:
+        """The daily job's work for days ``first..last`` as one run (ingest, receipts, reconciliation)."""
+        defs = dg.Definitions.merge(ingest_assets.definitions(self.settings), reconcile_assets.definitions(self.settings))
+        wanted = DAILY_ASSETS if ingest else DAILY_ASSETS[2:]
+        assets = [a for a in defs.assets if any(k.to_user_string() in wanted for k in a.keys)]
+        result = dg.materialize(
+            assets,
+            resources=self.resources(),
+            instance=dg.DagsterInstance.ephemeral(),
+            tags=partition_range_tags(first, last or first),
+            raise_on_error=must_succeed,
+        )
+        assert result.success or not must_succeed
+        return result
+
+    def run_hourly(self) -> dg.ExecuteInProcessResult:
+        """The hourly job's intraday work: today's getDlr pull, then its reconciliation."""
+        defs = dg.Definitions.merge(ingest_assets.definitions(self.settings), reconcile_assets.definitions(self.settings))
+        wanted = {"dlr/intraday_delivery_reports", "msg/intraday_reconciliation"}
+        assets = [a for a in defs.assets if any(k.to_user_string() in wanted for k in a.keys)]
+        result = dg.materialize(assets, resources=self.resources(), instance=dg.DagsterInstance.ephemeral())
+        assert result.success
+        return result
+
+    def run_upkeep(self) -> dg.ExecuteInProcessResult:
+        defs = reconcile_assets.definitions(self.settings)
+        upkeep = [a for a in defs.assets if reconcile_assets.UPKEEP in a.keys]
+        checks = list(defs.asset_checks or [])
+        result = dg.materialize([*upkeep, *checks], resources=self.resources(),
+                                instance=dg.DagsterInstance.ephemeral())
+        assert result.success
+        return result
+
+    # ----- looking ---------------------------------------------------------------
+
+    def row(self, key: tuple) -> dict[str, Any]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute("SELECT * FROM msg.outbound_message WHERE id = %s AND created_at = %s", key).fetchone()
+
+    def receipts(self, msg_id: str) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(
+                "SELECT * FROM dlr.delivery_receipts WHERE provider_message_id = %s ORDER BY status_word", (msg_id,)
+            ).fetchall()
+
+    def ledger(self) -> list:
+        return list(self.sim.state.ledger_entries())
+
+    def timeline(self, msg_id: str) -> generation.Timeline:
+        """What the simulator will report for ``msg_id`` (its ledger timeline)."""
+        view = self.sim.state.view()
+        row = view.ledger.msg_ids.index(msg_id)
+        led = view.ledger
+        return generation.Timeline(led.final[row], led.intermediate[row], led.intermediate_ms[row],
+                                   led.final_ms[row], led.noise[row])
+
+    def msg_id_of(self, recipient: str) -> str:
+        (msg_id,) = [e.msg_id for e in self.ledger() if e.mobile == recipient]
+        return msg_id
+
+    def inject_getdlr(self, day: date, msg_id: str, status: str, *, recipient: str, submit_at: datetime,
+                      done_at: datetime | None = None, txn_id: str | None = None, cause: str = "") -> None:
+        """A getDlr row as the intraday pull stores it (a second source reporting ``status``)."""
+        row_no = self.conn.execute(
+            "SELECT COALESCE(max(row_no), 0) + 1 FROM dlr.getdlr_rows WHERE report_date = %s", (day,)
+        ).fetchone()[0]
+        self.conn.execute(
+            """INSERT INTO dlr.getdlr_rows (report_date, row_no, msg_id, transaction_id, mobile, sender_name,
+                   message_sha256, status, cause, error_code, provider_submit_at, provider_done_at)
+               VALUES (%s, %s, %s, %s, %s, %s, repeat('0', 64), %s, %s, '', %s, %s)""",
+            (day, row_no, msg_id, txn_id, recipient, SENDER, status, cause, submit_at, done_at),
+        )
+
+    def submitted_at(self, msg_id: str) -> datetime:
+        (entry,) = [e for e in self.ledger() if e.msg_id == msg_id]
+        return entry.submitted_at
+
+    def visible_word(self, msg_id: str, at: datetime) -> str:
+        """The status word the provider shows for ``msg_id`` at ``at``."""
+        line = self.timeline(msg_id)
+        elapsed = (at - self.submitted_at(msg_id)) // timedelta(milliseconds=1)
+        code = generation.status_at(line.final, line.intermediate, line.intermediate_ms, line.final_ms, elapsed)
+        return generation.STATUSES[code].word
+
+    def expected_state(self, msg_id: str, at: datetime) -> str:
+        """The state a submitted row must be in once the report downloaded at ``at`` is reconciled."""
+        return STATE_OF_WORD.get(self.visible_word(msg_id, at), "submitted")
+
+    def snapshot(self) -> dict[str, list[tuple]]:
+        """Every row (with its row version) of the tables reconciliation writes."""
+        tables = {
+            "messages": "SELECT xmin::text, * FROM msg.outbound_message ORDER BY id",
+            "receipts": "SELECT xmin::text, * FROM dlr.delivery_receipts ORDER BY receipt_id",
+            "orphans": "SELECT xmin::text, * FROM dlr.orphaned_receipts ORDER BY orphan_id",
+            "registry": "SELECT xmin::text, * FROM msg.provider_message_id_registry ORDER BY provider_message_id",
+        }
+        return {name: self.conn.execute(sql).fetchall() for name, sql in tables.items()}
+
+
+def world_for(db_url: str, tmp_path, *, tz_name: str = "Asia/Kolkata", day: date | None = None,
+              start: time = time(10, 0), faults: dict[str, float] | None = None) -> Iterator[World]:
+    tz = ZoneInfo(tz_name)
+    the_day = day or local_date(datetime.now(UTC), tz) - timedelta(days=6)
+    clock = VirtualClock(datetime.combine(the_day, start).replace(tzinfo=tz).astimezone(UTC))
+    with run_simulator(clock=clock, seed=8, timezone=tz, faults=faults) as sim:
+        env = {
+            "SMS_PIPELINE_HOME": str(tmp_path / "home"),
+            "SMS_PIPELINE_DATABASE_URL": db_url,
+            "SMS_PIPELINE_PARTITION_START": (the_day - timedelta(days=10)).isoformat(),
+            "SMS_PIPELINE_REPORT_REQUESTS_PER_S": "1000",
+            "SMS_PIPELINE_REPORT_MAX_RETRIES": "1",
+            "SMS_PROVIDER_BASE_URL": sim.base_url,
+            "SMS_PROVIDER_USERID": "demo",
+            "SMS_PROVIDER_PASSWORD": "demo",
+            "SMS_PROVIDER_TIMEZONE": tz_name,
+            "SMS_PROVIDER_READ_TIMEOUT_S": "2",
+        }
+        cfg = settings_module.load(env)
+        with psycopg.connect(db_url, autocommit=True) as conn, ProviderClient.from_settings(cfg, backoff_s=0.01) as client:
+            start_of_day, _ = day_bounds(the_day, tz)
+            conn.execute("SELECT msg.ensure_partitions(%s, 2), dlr.ensure_partitions(%s, 2)",
+                         (start_of_day - timedelta(days=40), start_of_day - timedelta(days=40)))
+            for message_class in ("otp", "transactional", "promotional"):
+                conn.execute(
+                    "INSERT INTO msg.rate_card (tenant_id, channel, message_class, unit_price, currency, valid_from) "
+                    "VALUES (%s, 'sms', %s, %s, 'INR', %s)",
+                    (TENANT, message_class, UNIT_PRICE, the_day - timedelta(days=30)),
+                )
+            yield World(conn, db_url, cfg, clock, sim, client, the_day, tz)
+
+
+@pytest.fixture
+def world(db_url, tmp_path) -> Iterator[World]:
+    yield from world_for(db_url, tmp_path)
