@@ -29,7 +29,7 @@ from sms_pipeline.send.breaker import CircuitBreaker
 
 def test_case_12_invalid_mobile_in_a_success_is_rejected_unbilled_the_rest_submitted(
         db, db_url, sim, client, clock, caplog):
-    caplog.set_level(logging.DEBUG, logger="sms_pipeline.worker")
+    caplog.set_level(logging.DEBUG, logger="sms_pipeline.send")
     price(db)
     enqueue(db, [request(1), request(2, recipient=FOREIGN_NUMBER), request(3)], clock)
 
