@@ -28,6 +28,11 @@ from sms_pipeline.errors import SettingsError
 PREFIXES = ("SMS_PIPELINE_", "SMS_PROVIDER_")
 
 
+def _whole_number(raw: Any) -> Any:
+    # int() refuses "5.0" and "1e3", which pydantic's lax mode would take.
+    return int(raw) if isinstance(raw, str) else raw
+
+
 def _positive(value: int) -> int:
     if value <= 0:
         raise ValueError("must be a positive integer")
@@ -90,17 +95,21 @@ def _otp_code_type(raw: str) -> str:
     return raw
 
 
-PositiveInt = Annotated[int, AfterValidator(_positive)]
-NonNegativeInt = Annotated[int, AfterValidator(_non_negative)]
+PositiveInt = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_positive)]
+NonNegativeInt = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_non_negative)]
 PositiveFloat = Annotated[float, AfterValidator(_positive_number)]
 IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 Zone = Annotated[ZoneInfo, BeforeValidator(_zone)]
 PostgresUrl = Annotated[str, AfterValidator(_postgres_url)]
 
 
-def _setting(variable: str, default: Any, meaning: str) -> Any:
-    """A field read from ``variable`` (exactly that name) with its default and help text."""
-    return Field(default, validation_alias=variable, description=meaning)
+def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:
+    """A field read from ``variable`` (exactly that name) with its default and help text.
+
+    ``credential``: a value that may embed a password (a database URL) is
+    kept out of the settings' repr and out of error messages.
+    """
+    return Field(default, validation_alias=variable, description=meaning, repr=not credential)
 
 
 class Settings(BaseSettings):
@@ -116,12 +125,14 @@ class Settings(BaseSettings):
         "SMS_PIPELINE_HOME", Path(".sms-pipeline"),
         "folder for the embedded Postgres, Dagster's home and local state")
     database_url: PostgresUrl | None = _setting(
-        "SMS_PIPELINE_DATABASE_URL", None, "external Postgres; unset = embedded server in SMS_PIPELINE_HOME")
+        "SMS_PIPELINE_DATABASE_URL", None, "external Postgres; unset = embedded server in SMS_PIPELINE_HOME",
+        credential=True)
     dagster_database: Annotated[str, AfterValidator(_database_name)] = _setting(
         "SMS_PIPELINE_DAGSTER_DATABASE", "dagster",
         "database (on the same server) for Dagster's runs, events and schedules")
     test_database_url: PostgresUrl | None = _setting(
-        "SMS_PIPELINE_TEST_DATABASE_URL", None, "server the test suite clones its databases on; unset = embedded")
+        "SMS_PIPELINE_TEST_DATABASE_URL", None, "server the test suite clones its databases on; unset = embedded",
+        credential=True)
     log_level: Annotated[str, AfterValidator(_log_level)] = _setting("SMS_PIPELINE_LOG_LEVEL", "INFO", "log level")
     partition_start: IsoDate = _setting(
         "SMS_PIPELINE_PARTITION_START", date(2026, 1, 1), "first day partition (fixed so partitions stay stable)")
@@ -207,7 +218,8 @@ def _reading(environ: Mapping[str, str]) -> Iterator[None]:
 # Every declared variable, and those whose values are never shown.
 VARIABLES = frozenset(str(f.validation_alias) for f in Settings.model_fields.values())
 SECRET_VARIABLES = frozenset(
-    str(f.validation_alias) for f in Settings.model_fields.values() if SecretStr in get_args(f.annotation)
+    str(f.validation_alias) for f in Settings.model_fields.values()
+    if SecretStr in get_args(f.annotation) or not f.repr
 )
 
 

@@ -1,5 +1,5 @@
 {#-
-  The run's window, handed over by sms_pipeline.marts.dbt_window_vars (a pure
+  The run's window, handed over by sms_pipeline.orchestration.windows.dbt_vars (a pure
   function of the partition range, the lookback and the provider zone):
   window_start / window_end are time-zone-aware ISO instants of a half-open
   range, first_day / last_day the provider-local days it covers.

@@ -23,7 +23,6 @@ from sms_pipeline.marts import cost_report
 from sms_pipeline.settings import Settings
 
 _COLUMNS = [f.name for f in fields(cost_report.CostRow)]
-_AMOUNTS = {"cost", "cost_of_failed"}
 _SUMMED = ("messages_submitted", "billable_units", "cost", "rejected_messages", "unpriced_units", "cost_of_failed")
 
 

@@ -8,8 +8,6 @@ import os
 from sms_pipeline import settings as settings_module
 from sms_pipeline.settings import Settings
 
-_SECRET_HINTS = ("PASSWORD", "API_KEY", "HMAC_KEY", "DATABASE_URL")
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("settings", help="list every setting with its default and current value").set_defaults(
@@ -20,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def show(args: argparse.Namespace, settings: Settings) -> int:
     for env, default, meaning in settings_module.describe():
         current = os.environ.get(env)
-        if current and any(h in env for h in _SECRET_HINTS):
+        if current and env in settings_module.SECRET_VARIABLES:
             current = "(set, hidden)"
         print(f"{env}\n    default: {default if default is not None else '(unset)'}"
               f"\n    current: {current if current else '(default)'}\n    {meaning}")

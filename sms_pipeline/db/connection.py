@@ -14,7 +14,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
-from psycopg_pool import ConnectionPool
 
 from sms_pipeline.db import embedded, queries
 from sms_pipeline.errors import DatabaseUnavailable
@@ -29,10 +28,6 @@ def with_database(url: str, dbname: str) -> str:
     """The same server and credentials, another database."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path="/" + dbname))
-
-
-def database_name(url: str) -> str:
-    return urlsplit(url).path.lstrip("/") or "postgres"
 
 
 def redact(url: str) -> str:
@@ -99,9 +94,3 @@ def connect_url(url: str, *, autocommit: bool = False) -> psycopg.Connection:
 
 def connect(settings: Settings, *, autocommit: bool = False) -> psycopg.Connection:
     return connect_url(app_url(settings), autocommit=autocommit)
-
-
-def pool(url: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
-    """A connection pool for long-running processes (worker, Dagster resources)."""
-    return ConnectionPool(url, min_size=min_size, max_size=max_size, open=True,
-                          kwargs={"connect_timeout": 10})

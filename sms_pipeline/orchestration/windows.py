@@ -39,10 +39,6 @@ def window_for_days(first_day: date, last_day: date, tz: ZoneInfo, lookback_days
     return Window(start=start, end=end, first_day=first, last_day=last_day)
 
 
-def partition_key_to_date(key: str) -> date:
-    return date.fromisoformat(key)
-
-
 def dbt_vars(window: Window, tz: ZoneInfo) -> dict[str, str]:
     """``--vars`` for an incremental dbt run over ``window``."""
     return {

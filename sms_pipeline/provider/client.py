@@ -32,7 +32,7 @@ from sms_pipeline.core.provider_time import format_schedule_time_sms
 from sms_pipeline.provider import dayfile, normalise
 from sms_pipeline.provider.dayfile import DayReport
 from sms_pipeline.provider.normalise import PATHS, Answer, MalformedBody
-from sms_pipeline.provider.redaction import mask_credentials, mask_in_loggers
+from sms_pipeline.core.redaction import mask_credentials, mask_in_loggers
 from sms_pipeline.provider.results import (
     CampaignTransaction,
     DayReportError,

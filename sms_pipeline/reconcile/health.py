@@ -180,7 +180,3 @@ READINGS: dict[str, Callable[[psycopg.Connection, datetime, Thresholds], Reading
     "ambiguous_open": ambiguous_open,
     "unpriced_units": unpriced,
 }
-
-
-def read_all(conn: psycopg.Connection, now: datetime, t: Thresholds) -> dict[str, Reading]:
-    return {name: reading(conn, now, t) for name, reading in READINGS.items()}

@@ -40,10 +40,6 @@ class ClaimedMessage:
     claimed_at: datetime
     attempt_count: int
 
-    @property
-    def due_at(self) -> datetime:
-        return self.scheduled_for or self.created_at
-
 
 _FIELDS = tuple(ClaimedMessage.__dataclass_fields__)
 
@@ -62,6 +58,4 @@ def claim(conn: psycopg.Connection, *, channel: str, message_class: str, now: da
                     channel=channel, message_class=message_class, now=now, limit=limit)
         if tuple(column.name for column in cur.description) != _FIELDS:
             raise RuntimeError("claim_queue.sql must return the fields of ClaimedMessage, in order")
-        claimed = [ClaimedMessage(*row) for row in cur.fetchall()]
-    claimed.sort(key=lambda m: (m.due_at, m.id))
-    return claimed
+        return [ClaimedMessage(*row) for row in cur.fetchall()]  # oldest due first (claim_queue.sql)

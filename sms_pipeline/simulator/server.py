@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import uvicorn
 
 from sms_pipeline.core.clock import Clock, RealClock
-from sms_pipeline.provider.redaction import mask_in_loggers
+from sms_pipeline.core.redaction import mask_in_loggers
 from sms_pipeline.simulator.app import ADMIN_PREFIX, API_PREFIX, create_app
 from sms_pipeline.simulator.faults import FaultConfig
 from sms_pipeline.simulator.proxy import FaultProxy, listening_socket

@@ -33,6 +33,7 @@ def test_unknown_provider_variable_refused_too():
     [
         ("SMS_PIPELINE_BATCH_SIZE", "many"),
         ("SMS_PIPELINE_BATCH_SIZE", "0"),
+        ("SMS_PIPELINE_BATCH_SIZE", "5.0"),
         ("SMS_PROVIDER_TIMEZONE", "Mars/Olympus"),
         ("SMS_PIPELINE_PARTITION_START", "2026-13-01"),
         ("SMS_PIPELINE_DATABASE_URL", "mysql://x"),
@@ -50,6 +51,16 @@ def test_secrets_never_show():
     s = settings.load({"SMS_PROVIDER_PASSWORD": "hunter2", "SMS_PIPELINE_OTP_HMAC_KEY": "k3y"})
     assert "hunter2" not in repr(s) and "k3y" not in repr(s)
     assert s.provider_password.get_secret_value() == "hunter2"
+
+
+def test_database_urls_keep_their_password_out_of_reprs_and_errors():
+    s = settings.load({"SMS_PIPELINE_DATABASE_URL": "postgresql://u:pw123@db/app",
+                       "SMS_PIPELINE_TEST_DATABASE_URL": "postgresql://u:pw456@db/postgres"})
+    assert "pw123" not in repr(s) and "pw456" not in repr(s)
+    assert s.database_url == "postgresql://u:pw123@db/app"
+    with pytest.raises(SettingsError) as err:
+        settings.load({"SMS_PIPELINE_DATABASE_URL": "postgresq://u:hunter2@db/app"})
+    assert "hunter2" not in str(err.value) and "SMS_PIPELINE_DATABASE_URL" in str(err.value)
 
 
 def test_other_variables_are_ignored():
