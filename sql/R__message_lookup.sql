@@ -2,16 +2,16 @@
 -- identity of every message row for operator lookups by attempt key or
 -- recipient (written once, at insert, instead of indexing the message table).
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a function or a trigger here, never in a
+-- new V file. The tables are made by V files; each trigger is restated below
+-- the function it fires, in its live form (the V files that first created
+-- it are history).
 
 -- One set-based insert per INSERT statement (intake loads thousands of rows
 -- in one), through the statement's transition table: a plain INSERT into the
 -- message table cannot skip it.
--- Fired by outbound_message_register_lookup: AFTER INSERT, for each statement,
--- REFERENCING NEW TABLE AS new_rows.
 CREATE OR REPLACE FUNCTION msg.register_message_lookup() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -22,9 +22,12 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE TRIGGER outbound_message_register_lookup
+    AFTER INSERT ON msg.outbound_message
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION msg.register_message_lookup();
+
 -- A deleted row's lookup goes with it.
--- Fired by outbound_message_release_lookup: AFTER DELETE, for each statement,
--- REFERENCING OLD TABLE AS old_rows.
 CREATE OR REPLACE FUNCTION msg.release_message_lookup() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -33,3 +36,8 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+CREATE OR REPLACE TRIGGER outbound_message_release_lookup
+    AFTER DELETE ON msg.outbound_message
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION msg.release_message_lookup();

@@ -1,9 +1,11 @@
 -- The live definition of the business key registry's triggers.
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a function or a trigger here, never in a
+-- new V file. The tables are made by V files; each trigger is restated below
+-- the function it fires, in its live form (the V files that first created
+-- it are history).
 --
 -- Global uniqueness across partitions: a unique index on a partitioned table
 -- must contain created_at, so it could not stop one business key (or msgId)
@@ -17,7 +19,6 @@
 -- Otherwise: unique_violation, as a unique index would raise.
 -- ON CONFLICT waits for a concurrent insert of the same key to finish, so of
 -- two racing inserts exactly one commits.
--- Fired by outbound_message_register_business_key: BEFORE INSERT, for each row.
 CREATE OR REPLACE FUNCTION msg.register_business_key() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -52,8 +53,11 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE TRIGGER outbound_message_register_business_key
+    BEFORE INSERT ON msg.outbound_message
+    FOR EACH ROW EXECUTE FUNCTION msg.register_business_key();
+
 -- A deleted row gives its keys back: its business key and its msgId.
--- Fired by outbound_message_release_keys: AFTER DELETE, for each row.
 CREATE OR REPLACE FUNCTION msg.release_message_keys() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -69,3 +73,7 @@ BEGIN
     RETURN OLD;
 END;
 $$;
+
+CREATE OR REPLACE TRIGGER outbound_message_release_keys
+    AFTER DELETE ON msg.outbound_message
+    FOR EACH ROW EXECUTE FUNCTION msg.release_message_keys();

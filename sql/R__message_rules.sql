@@ -1,10 +1,10 @@
 -- The live definition of the outbound message model's two rules, used by
 -- CHECK constraints and the update guard.
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a body here, never in a new V file; the
+-- tables and types these functions use are made by V files.
 
 -- The database twin of sms_pipeline.core.ids.clean_id: NULL, or an opaque
 -- string that is not a placeholder ("0" means "no id", not an id) and holds no

@@ -1,9 +1,11 @@
 -- The live definition of the provider msgId registry's triggers.
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a function or a trigger here, never in a
+-- new V file. The tables are made by V files; each trigger is restated below
+-- the function it fires, in its live form (the V files that first created
+-- it are history).
 --
 -- A msgId is one recipient's, so it may belong to one row only: the
 -- registry msg.provider_message_id_registry holds one entry per msgId,
@@ -17,8 +19,7 @@
 -- Register NEW's msgId when it is set or changed. The old msgId's entry is
 -- only looked up when there was one: a lookup that can match nothing, repeated
 -- for every row of a big UPDATE against a growing registry, was quadratic.
--- Fired by outbound_message_register_provider_message_id: BEFORE INSERT, for
--- each row (updates go through the statement-level function below).
+-- Fired on INSERT only: updates go through the statement-level trigger below.
 CREATE OR REPLACE FUNCTION msg.register_provider_message_id() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -56,6 +57,10 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE TRIGGER outbound_message_register_provider_message_id
+    BEFORE INSERT ON msg.outbound_message
+    FOR EACH ROW EXECUTE FUNCTION msg.register_provider_message_id();
+
 -- The registry kept for an UPDATE statement as a whole: the entries of
 -- replaced msgIds deleted, the new ones inserted, and a msgId already held by
 -- another row refused, each as one set-based statement. Most UPDATEs (the
@@ -63,9 +68,6 @@ $$;
 -- after and leave at once: a column list (AFTER UPDATE OF
 -- provider_message_id) cannot be combined with transition tables, so that
 -- test lives here.
--- Fired by outbound_message_register_updated_provider_message_ids: AFTER
--- UPDATE, for each statement, REFERENCING OLD TABLE AS old_rows NEW TABLE AS
--- new_rows.
 CREATE OR REPLACE FUNCTION msg.register_updated_provider_message_ids() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -132,3 +134,8 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+CREATE OR REPLACE TRIGGER outbound_message_register_updated_provider_message_ids
+    AFTER UPDATE ON msg.outbound_message
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION msg.register_updated_provider_message_ids();

@@ -1,15 +1,16 @@
 -- The live definition of the update guard of msg.outbound_message.
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a function or a trigger here, never in a
+-- new V file. The tables are made by V files; each trigger is restated below
+-- the function it fires, in its live form (the V files that first created
+-- it are history).
 
 -- The last guard against bugs (set-based statements must still select only
 -- legal transitions themselves): the whole transition table, identity and
 -- money that never change once written, and updated_at that moves only when
 -- something really changed.
--- Fired by outbound_message_guard: BEFORE UPDATE, for each row.
 CREATE OR REPLACE FUNCTION msg.outbound_message_before_update() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -56,3 +57,7 @@ BEGIN
     RETURN NEW;
 END;
 $$;
+
+CREATE OR REPLACE TRIGGER outbound_message_guard
+    BEFORE UPDATE ON msg.outbound_message
+    FOR EACH ROW EXECUTE FUNCTION msg.outbound_message_before_update();

@@ -1,10 +1,10 @@
 -- The live definition of the functions that create partitions: monthly ones
 -- (UTC) for messages and receipts, one per report date for day reports.
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a body here, never in a new V file; the
+-- tables and types these functions use are made by V files.
 
 -- Create the monthly partition <schema of parent>.<prefix>_YYYY_MM covering
 -- p_month (a first-of-month date, UTC) if it is missing; true when created.

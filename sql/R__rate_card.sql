@@ -1,17 +1,16 @@
 -- The live definition of the rate card's overlap check and price lookup.
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a function or a trigger here, never in a
+-- new V file. The tables are made by V files; each trigger is restated below
+-- the function it fires, in its live form (the V files that first created
+-- it are history).
 
 -- At most one price applies to a (tenant, channel, class) on any day, whatever
 -- the currency: two prices for one moment would make the cost a guess. A
 -- trigger, not an EXCLUDE constraint: btree_gist is not available on every
 -- server, the embedded one included.
--- Fired by the constraint trigger rate_card_no_overlap: AFTER INSERT OR
--- UPDATE, for each row (AFTER, so NEW.id is the stored row's and a concurrent
--- writer sees it once it holds the lock).
 CREATE OR REPLACE FUNCTION msg.rate_card_refuse_overlap() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -39,6 +38,14 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+-- AFTER, so NEW.id is the stored row's and a concurrent writer sees it once
+-- it holds the lock. A constraint trigger has no CREATE OR REPLACE: dropped
+-- and created again, in this file's transaction.
+DROP TRIGGER IF EXISTS rate_card_no_overlap ON msg.rate_card;
+CREATE CONSTRAINT TRIGGER rate_card_no_overlap
+    AFTER INSERT OR UPDATE ON msg.rate_card
+    FOR EACH ROW EXECUTE FUNCTION msg.rate_card_refuse_overlap();
 
 -- The price of one unit for a tenant, channel and class at an instant; the
 -- instant's day is taken in p_time_zone (pass the provider's zone when the

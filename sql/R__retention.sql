@@ -1,10 +1,10 @@
 -- The live definition of the retention functions (upkeep calls them; each
 -- returns how much went).
 --
--- Repeatable migration: applied after every V file, and again whenever this
--- file changes (sms_pipeline.db.migrate). Change a body here, never in a new
--- V file; the tables and triggers these functions belong to are made by V
--- files.
+-- Repeatable migration: applied after every V file, again whenever this file
+-- changes, and again after any upgrade that applied a V file
+-- (sms_pipeline.db.migrate). Change a body here, never in a new V file; the
+-- tables and types these functions use are made by V files.
 
 -- The OTP sidecar's retention: verifications that expired before p_before (they
 -- can no longer be used), and requests whose message is no longer waiting to be

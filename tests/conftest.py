@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.support.provider",
     "tests.support.marts",
     "tests.support.reconcile",
+    "tests.support.cli",
 ]
 
 _DB_FIXTURES = {"pg_admin_url", "template_db", "db_url", "second_db_url", "db", "blank_db", "settings"}

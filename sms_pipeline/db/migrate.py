@@ -4,24 +4,48 @@ Versioned migrations ``V<n>__<what>.sql`` run once each, in version order.
 Each runs in its own transaction and is recorded with its SHA-256
 (``public.schema_migrations``); a file whose checksum differs from the
 recorded one is refused (an applied migration is history, change it with a
-new file).
+new file). Tables, types, indexes and data changes are V files' work.
 
 Repeatable migrations ``R__<what>.sql`` hold the live definition of
-functions (trigger functions included) and views: ``CREATE OR REPLACE``
-statements, one place to read and edit each body. After every pending V file
-they run in name order, each in its own transaction, whenever their content
-differs from the recorded one (``public.schema_repeatables``): a new or
-edited R file is applied, an unchanged one is not. A failing one is rolled
-back and reported; those before it stay applied. Rules that follow from the
-order: an R file may only replace what V files created (tables, types,
-triggers stay in V files); a V file must not depend on an R file's newer
-body (on a fresh database V files run first, against the bodies of older V
-files); to retire a function, drop it in a V file and remove it from its
-R file.
+functions, of the triggers that fire them (each next to its function) and of
+views, so that each live body is in one file, in idempotent form:
+``CREATE OR REPLACE FUNCTION | TRIGGER | VIEW``, and for a constraint
+trigger (which has no ``OR REPLACE``) ``DROP TRIGGER IF EXISTS`` then
+``CREATE CONSTRAINT TRIGGER``. After the pending V files they run in name
+order, each in its own transaction with ``check_function_bodies`` off,
+whenever their content differs from the recorded one
+(``public.schema_repeatables``): a new or edited R file is applied, an
+unchanged one is not. Except after a V file: one may drop or replace what an
+R file defines (``DROP FUNCTION ... CASCADE`` takes the function's triggers
+along), so applying a V file forgets the record of every R file in its own
+transaction, and all of them are applied again, even by the next upgrade
+when this one stops before them. A failing R file is rolled back and
+reported; those before it stay applied.
+
+Rules that follow from the order: an R file defines only what works on the
+tables and types that V files made; a V file must not depend on an R file's
+newer body (on a fresh database V files run first, against the bodies of
+older V files); to retire a function or a trigger, drop it in a V file and
+remove it from its R file in the same release (else the R file puts it
+back). With body checks off, the name order of R files does not matter for
+PL/pgSQL functions and SQL functions with a quoted body; SQL-standard bodies
+(``RETURN ...``, ``BEGIN ATOMIC``), views and triggers are still resolved
+when created, so what they name must exist by then (made by a V file, or by
+an R file earlier in name order).
+
+Rolling deploys: an upgrade applies the R files it carries whenever their
+content differs from the recorded one, whichever is newer. An older release
+that upgrades a database a newer one has migrated (the CLI's commands and
+the demo upgrade when they start) puts its older R bodies back, unless the
+database holds a V file it does not know (then it is refused). So migrations
+are deployed from the newest release only: run ``sms-pipeline db upgrade``
+from it once no instance of an older release will start again.
 
 An advisory lock makes concurrent upgrades (several processes starting at
-once) safe. The bookkeeping tables and their statements are the runner's
-own, kept here rather than in ``sql/queries``.
+once) safe. The bookkeeping statements are named queries like every other
+(``sql/queries/migrations_*.sql``, run by :mod:`sms_pipeline.db.queries`);
+they are the project's own whatever folder the migrations are read from.
+See docs/design.md#migrations.
 """
 
 from __future__ import annotations
@@ -35,6 +59,7 @@ from pathlib import Path
 import psycopg
 
 from sms_pipeline import package_files
+from sms_pipeline.db import queries
 from sms_pipeline.errors import MigrationError
 
 SQL_DIR = package_files.sql_dir()
@@ -44,8 +69,9 @@ _LOCK_KEY = 0x5A5_0001  # arbitrary, constant: "sms-pipeline migrations"
 
 
 @dataclass(frozen=True)
-class Migration:
-    version: int
+class SqlFile:
+    """A migration file of ``sql/``: its text, the checksum recorded when it is applied, a label."""
+
     name: str
     path: Path
 
@@ -58,28 +84,32 @@ class Migration:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
     @property
+    def prefix(self) -> str:
+        raise NotImplementedError
+
+    @property
     def label(self) -> str:
-        return f"V{self.version} {self.name}"
+        return f"{self.prefix} {self.name}"
 
 
 @dataclass(frozen=True)
-class Repeatable:
-    """``R__<name>.sql``: re-applied whenever its content changes."""
+class Migration(SqlFile):
+    """``V<version>__<name>.sql``: applied once, never changed afterwards."""
 
-    name: str
-    path: Path
-
-    @property
-    def sql(self) -> str:
-        return self.path.read_text(encoding="utf-8")
+    version: int
 
     @property
-    def checksum(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+    def prefix(self) -> str:
+        return f"V{self.version}"
+
+
+@dataclass(frozen=True)
+class Repeatable(SqlFile):
+    """``R__<name>.sql``: re-applied whenever its content changes, and after any V file."""
 
     @property
-    def label(self) -> str:
-        return f"R {self.name}"
+    def prefix(self) -> str:
+        return "R"
 
 
 @dataclass(frozen=True)
@@ -106,7 +136,7 @@ def discover(sql_dir: Path = SQL_DIR) -> list[Migration]:
         version = int(match.group(1))
         if version in found:
             raise MigrationError(f"two migrations share version {version}: {found[version].path.name}, {path.name}")
-        found[version] = Migration(version, match.group(2), path)
+        found[version] = Migration(name=match.group(2), path=path, version=version)
     if not found:
         # An install without its sql/ must not report "up to date" on an empty database.
         raise MigrationError(f"no migrations (V<n>__<what>.sql) found in {sql_dir}; "
@@ -121,7 +151,7 @@ def discover_repeatables(sql_dir: Path = SQL_DIR) -> list[Repeatable]:
         match = _REPEATABLE_NAME.match(path.name)
         if not match:
             raise MigrationError(f"repeatable migration file {path.name} does not match R__<what>.sql")
-        found.append(Repeatable(match.group(1), path))
+        found.append(Repeatable(name=match.group(1), path=path))
     return found
 
 
@@ -135,57 +165,28 @@ def fingerprint(sql_dir: Path = SQL_DIR) -> str:
     return digest.hexdigest()
 
 
-_CREATE_TABLE = """
-CREATE TABLE IF NOT EXISTS public.schema_migrations (
-    version     INTEGER PRIMARY KEY,
-    name        TEXT NOT NULL,
-    checksum    TEXT NOT NULL,
-    applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
-)
-"""
-
-_CREATE_REPEATABLES_TABLE = """
-CREATE TABLE IF NOT EXISTS public.schema_repeatables (
-    name        TEXT PRIMARY KEY,
-    checksum    TEXT NOT NULL,
-    applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
-)
-"""
-
-_RECORD_REPEATABLE = """
-INSERT INTO public.schema_repeatables (name, checksum) VALUES (%s, %s)
-ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()
-"""
-
-
 def applied(conn: psycopg.Connection) -> list[Applied]:
-    exists = conn.execute("SELECT to_regclass('public.schema_migrations')").fetchone()[0]
-    if exists is None:
+    if not queries.scalar(conn, "migrations_table_exists", relation="public.schema_migrations"):
         return []
-    rows = conn.execute(
-        "SELECT version, name, checksum, applied_at FROM public.schema_migrations ORDER BY version"
-    ).fetchall()
-    return [Applied(*row) for row in rows]
+    return [Applied(*row) for row in queries.run(conn, "migrations_applied").fetchall()]
 
 
 def applied_repeatables(conn: psycopg.Connection) -> list[AppliedRepeatable]:
-    exists = conn.execute("SELECT to_regclass('public.schema_repeatables')").fetchone()[0]
-    if exists is None:
+    if not queries.scalar(conn, "migrations_table_exists", relation="public.schema_repeatables"):
         return []
-    rows = conn.execute("SELECT name, checksum, applied_at FROM public.schema_repeatables ORDER BY name").fetchall()
-    return [AppliedRepeatable(*row) for row in rows]
+    return [AppliedRepeatable(*row) for row in queries.run(conn, "migrations_applied_repeatables").fetchall()]
 
 
 def upgrade(conn: psycopg.Connection, sql_dir: Path = SQL_DIR) -> list[Migration | Repeatable]:
-    """Apply every pending migration in order, then every new or changed repeatable; return what ran now."""
+    """Apply every pending migration in order, then the repeatables that need it; return what ran now."""
     migrations = discover(sql_dir)
     repeatables = discover_repeatables(sql_dir)
     done_now: list[Migration | Repeatable] = []
     conn.autocommit = True
-    conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+    queries.run(conn, "migrations_lock", key=_LOCK_KEY)
     try:
-        conn.execute(_CREATE_TABLE)
-        conn.execute(_CREATE_REPEATABLES_TABLE)
+        queries.run(conn, "migrations_create_versioned_table")
+        queries.run(conn, "migrations_create_repeatables_table")
         recorded = {a.version: a for a in applied(conn)}
         for m in migrations:
             previous = recorded.get(m.version)
@@ -197,11 +198,10 @@ def upgrade(conn: psycopg.Connection, sql_dir: Path = SQL_DIR) -> list[Migration
                     )
                 continue
             with conn.transaction():
-                conn.execute(m.sql)
-                conn.execute(
-                    "INSERT INTO public.schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
-                    (m.version, m.name, m.checksum),
-                )
+                queries.run_script(conn, m.sql)
+                queries.run(conn, "migrations_record", version=m.version, name=m.name, checksum=m.checksum)
+                # Every R file again after it: it may have dropped what one defines.
+                queries.run(conn, "migrations_forget_repeatables")
             done_now.append(m)
         unknown = sorted(set(recorded) - {m.version for m in migrations})
         if unknown:
@@ -209,12 +209,12 @@ def upgrade(conn: psycopg.Connection, sql_dir: Path = SQL_DIR) -> list[Migration
             raise MigrationError(f"the database has migration V{unknown[0]} that is not in {sql_dir}")
         done_now += _apply_repeatables(conn, repeatables)
     finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+        queries.run(conn, "migrations_unlock", key=_LOCK_KEY)
     return done_now
 
 
 def _apply_repeatables(conn: psycopg.Connection, repeatables: list[Repeatable]) -> list[Repeatable]:
-    """Each repeatable whose content differs from the recorded one, in its own transaction."""
+    """Each repeatable whose content differs from the recorded one (or has none), in its own transaction."""
     recorded = {a.name: a.checksum for a in applied_repeatables(conn)}
     done: list[Repeatable] = []
     for r in repeatables:
@@ -223,8 +223,10 @@ def _apply_repeatables(conn: psycopg.Connection, repeatables: list[Repeatable]) 
             continue
         try:
             with conn.transaction():
-                conn.execute(r.sql)
-                conn.execute(_RECORD_REPEATABLE, (r.name, checksum))
+                # Bodies unchecked: one R file may call what a later one defines.
+                queries.run(conn, "migrations_unchecked_function_bodies")
+                queries.run_script(conn, r.sql)
+                queries.run(conn, "migrations_record_repeatable", name=r.name, checksum=checksum)
         except psycopg.Error as exc:
             reason = exc.diag.message_primary or str(exc).strip() or type(exc).__name__
             raise MigrationError(

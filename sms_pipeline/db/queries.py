@@ -72,6 +72,15 @@ def run(target: Target, name: str, /, *, identifiers: Identifiers | None = None,
     return target.execute(statement(name, identifiers), params, prepare=prepare)
 
 
+def run_script(conn: psycopg.Connection, text: str, /) -> None:
+    """Execute a migration file's text as it is: several statements, no parameters (a ``%`` is literal).
+
+    The one SQL run here that is not a named statement: the ``V``/``R``
+    files of ``sql/`` themselves, read by :mod:`sms_pipeline.db.migrate`.
+    """
+    conn.execute(text)
+
+
 def run_many(target: Target, name: str, /, rows: Iterable[Mapping[str, Any]], *,
              identifiers: Identifiers | None = None) -> None:
     """Execute the statement ``name`` once per parameter mapping of ``rows``."""

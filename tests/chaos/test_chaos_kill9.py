@@ -21,7 +21,6 @@ workers used.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -44,8 +43,12 @@ from sms_pipeline.otp import codes
 from sms_pipeline.otp.verify import VerifyResult, verify_otp
 from sms_pipeline.simulator import app as simulator_app
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
-from sms_pipeline import intake, rates
+from sms_pipeline import intake
 from sms_pipeline.send import upkeep
+from tests.support.environment import app_environ, provider_variables
+from tests.support.numbers import digits
+from tests.support.otp import database_text
+from tests.support.worker import price
 
 pytestmark = pytest.mark.slow
 
@@ -65,10 +68,6 @@ SEED = 6
 WORKER_COMMAND = [str(Path(sys.executable).with_name("sms-pipeline")), "worker", "--batch-size", "100"]
 
 
-def _number(n: int) -> str:
-    return f"9198{n:08d}"
-
-
 def _bulk(first_event: int, events: int, per_event: int, message_class: str, rng: random.Random) -> list[dict]:
     """Events with a body of their own, each to ``per_event`` numbers (one request's worth or less)."""
     records = []
@@ -80,14 +79,14 @@ def _bulk(first_event: int, events: int, per_event: int, message_class: str, rng
             body += " ₹ paid"  # UCS-2
         for recipient in rng.sample(range(50_000), per_event):
             records.append({"tenant_id": TENANT, "event_type": f"{message_class}_update", "event_id": f"e{event}",
-                            "recipient": _number(recipient), "body": body, "message_class": message_class,
+                            "recipient": digits(recipient), "body": body, "message_class": message_class,
                             "channel": "sms", "sender_id": "CHAOSX"})
     return records
 
 
 def _otps(first: int, count: int, recipients: list[int]) -> list[dict]:
     """OTPs with unique templates; the same recipient again is a resend (a new event)."""
-    return [{"tenant_id": TENANT, "event_type": "login_otp", "event_id": f"otp{n}", "recipient": _number(recipient),
+    return [{"tenant_id": TENANT, "event_type": "login_otp", "event_id": f"otp{n}", "recipient": digits(recipient),
              "body": f"$otp$ is your login code (ref O{n})", "message_class": "otp", "channel": "sms",
              "sender_id": "CHAOTP", "purpose": "login"}
             for n, recipient in zip(range(first, first + count), recipients, strict=True)]
@@ -150,14 +149,6 @@ def _count(conn: psycopg.Connection, states: tuple[str, ...]) -> int:
                         (list(states),)).fetchone()[0]
 
 
-def _load_rates(conn: psycopg.Connection) -> None:
-    lines = ["tenant_id,channel,message_class,unit_price,currency,valid_from,valid_to"]
-    lines += [f"{TENANT},sms,{cls},{price},INR,2020-01-01," for cls, price in PRICES.items()]
-    parsed, bad = rates.parse_rate_card(lines)
-    assert not bad
-    rates.load_rates(conn, parsed)
-
-
 def _ledger(sim: RunningSimulator) -> list[tuple[str, str, str, int]]:
     """(transaction id, text as billed, mobile, units) for every billed recipient."""
     view = sim.state.view()
@@ -173,14 +164,6 @@ _TOKEN = re.compile(rf"(?<![0-9A-Za-z])[0-9A-Za-z]{{{CODE_LENGTH}}}(?![0-9A-Za-z
 def _leaked(codes_sent: set[str], text: str) -> set[str]:
     """Codes that stand as a word of their own anywhere in ``text`` (any letter case)."""
     return codes_sent & {token.upper() for token in _TOKEN.findall(text)}
-
-
-def _database_text(conn: psycopg.Connection) -> str:
-    tables = conn.execute(
-        """SELECT format('%I.%I', n.nspname, c.relname)
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')""")
-    return "\n".join(row[0] for (table,) in tables.fetchall() for row in conn.execute(f"SELECT t::text FROM {table} t"))
 
 
 def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_path, monkeypatch):
@@ -200,18 +183,18 @@ def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_pa
     first_wave, second_wave = _waves(rng)
 
     with run_simulator(seed=SEED, timezone=ZONE, faults=FAULTS, otp_retry_after_s=OTP_RETRY_AFTER_S) as sim:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
-        env.update({
-            "SMS_PIPELINE_DATABASE_URL": db_url, "SMS_PIPELINE_HOME": str(home), "SMS_PIPELINE_LOG_LEVEL": "DEBUG",
-            "SMS_PIPELINE_CLAIM_LEASE_S": str(LEASE_S), "SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES": "5",
-            "SMS_PIPELINE_CIRCUIT_BREAKER_COOLDOWN_S": "0.5", "SMS_PIPELINE_OTP_CODE_TYPE": "alphanum",
-            "SMS_PIPELINE_OTP_CODE_LENGTH": str(CODE_LENGTH), "SMS_PIPELINE_OTP_EXPIRY_S": "1800",
-            "SMS_PROVIDER_BASE_URL": sim.base_url, "SMS_PROVIDER_USERID": "demo", "SMS_PROVIDER_PASSWORD": "demo",
-            "SMS_PROVIDER_TIMEZONE": ZONE, "SMS_PROVIDER_CONNECT_TIMEOUT_S": "1", "SMS_PROVIDER_READ_TIMEOUT_S": "5",
-        })
+        env = app_environ(
+            SMS_PIPELINE_DATABASE_URL=db_url, SMS_PIPELINE_HOME=str(home), SMS_PIPELINE_LOG_LEVEL="DEBUG",
+            SMS_PIPELINE_CLAIM_LEASE_S=str(LEASE_S), SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES="5",
+            SMS_PIPELINE_CIRCUIT_BREAKER_COOLDOWN_S="0.5", SMS_PIPELINE_OTP_CODE_TYPE="alphanum",
+            SMS_PIPELINE_OTP_CODE_LENGTH=str(CODE_LENGTH), SMS_PIPELINE_OTP_EXPIRY_S="1800",
+            **provider_variables(sim.base_url, ZONE), SMS_PROVIDER_CONNECT_TIMEOUT_S="1",
+            SMS_PROVIDER_READ_TIMEOUT_S="5",
+        )
         settings = settings_module.load(env)
         key = codes.hmac_key(settings.otp_hmac_key, settings.home)  # made now, so every process reads the same file
-        _load_rates(db)
+        for message_class, unit_price in PRICES.items():
+            price(db, unit_price, message_class, tenant=TENANT)
         intake.enqueue(db, [intake.new_message(r, otp_code_length=CODE_LENGTH) for r in first_wave],
                        clock=RealClock())
         workers = Workers(env, tmp_path)
@@ -288,7 +271,7 @@ def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_pa
     codes_sent = {code for _, _, code in seen}
     otp_billed = sum(1 for entry in ledger if entry[0] == "0")
     assert len(codes_sent) >= otp_billed > 1_000
-    assert _leaked(codes_sent, _database_text(db)) == set()
+    assert _leaked(codes_sent, database_text(db)) == set()
     logs = sorted([*tmp_path.glob("worker-*.out"), *(home / "logs").glob("*")])
     assert logs and all(not _leaked(codes_sent, path.read_text(errors="replace")) for path in logs)
 

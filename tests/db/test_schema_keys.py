@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from tests.support.rows import any_state_columns, ensure_months, fetch, in_month, insert_message
+from tests.support.rows import any_state_columns, ensure_partitions, fetch, in_month, insert_message, month_start
 
 
 def _race(db_url: str, db: psycopg.Connection, inserts: list[Callable[[psycopg.Connection], object]]) -> list[str]:
@@ -57,7 +57,7 @@ def _race(db_url: str, db: psycopg.Connection, inserts: list[Callable[[psycopg.C
 
 @pytest.mark.parametrize("second_month", [0, 1], ids=["same-month", "other-month"])
 def test_concurrent_inserts_of_one_business_key_leave_exactly_one_row(db_url, db, second_month):
-    ensure_months(db, 0, 1)
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
     outcomes = _race(
         db_url,
         db,
@@ -72,7 +72,7 @@ def test_concurrent_inserts_of_one_business_key_leave_exactly_one_row(db_url, db
 
 
 def test_a_business_key_is_refused_in_another_month(db):
-    ensure_months(db, 0, 2)
+    ensure_partitions(db, month_start(), 2, schemas=("msg",))
     insert_message(db, business_key="order-1", created_at=in_month(0))
     for months in (0, 1, 2):
         with pytest.raises(errors.UniqueViolation, match="duplicate business key"):
@@ -93,7 +93,7 @@ def test_one_statement_cannot_insert_a_key_twice(db):
 
 
 def test_only_a_superseded_row_gives_its_key_to_a_replay(db):
-    ensure_months(db, 0, 1)
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
     first = insert_message(db, business_key="k", state="rejected", created_at=in_month(0), **any_state_columns(in_month(0)))
     with pytest.raises(errors.UniqueViolation):
         insert_message(db, business_key="k", created_at=in_month(1))
@@ -134,7 +134,7 @@ def test_deleting_a_row_releases_its_keys(db):
 
 @pytest.mark.parametrize("second_month", [0, 1], ids=["same-month", "other-month"])
 def test_concurrent_writes_of_one_msgid_leave_it_on_one_row(db_url, db, second_month):
-    ensure_months(db, 0, 1)
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
     msg_id = "9308878062554710043"
     outcomes = _race(
         db_url,
@@ -150,7 +150,7 @@ def test_concurrent_writes_of_one_msgid_leave_it_on_one_row(db_url, db, second_m
 
 
 def test_a_msgid_set_by_update_is_unique_across_months(db):
-    ensure_months(db, 0, 1)
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
     holder = insert_message(db, created_at=in_month(0))
     other = insert_message(db, created_at=in_month(1))
     db.execute("UPDATE msg.outbound_message SET provider_message_id = '77' WHERE id = %s AND created_at = %s", holder)

@@ -8,7 +8,6 @@ resource is pinned to the simulator's virtual time.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import datetime, time, timedelta
 from pathlib import Path
@@ -20,6 +19,7 @@ from sms_pipeline import settings as settings_module
 from sms_pipeline.core.provider_time import local_date, localise
 from sms_pipeline.provider import ProviderClient
 from sms_pipeline.simulator import RunningSimulator
+from tests.support.environment import app_environ, provider_variables
 from tests.support.ingest import reset_numbers
 from tests.support.provider import DEMO_ACCOUNT, Account
 
@@ -55,18 +55,14 @@ def simulator_seed() -> int:
 @pytest.fixture
 def app_env(db_url: str, sim: RunningSimulator, provider_tz: ZoneInfo, tmp_path: Path) -> dict[str, str]:
     """The environment the application (and a CLI subprocess) runs with."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
+    env = app_environ(
+        SMS_PIPELINE_HOME=str(tmp_path / "home"),
+        SMS_PIPELINE_DATABASE_URL=db_url,
+        **provider_variables(sim.base_url, provider_tz.key),
+        SMS_PIPELINE_REPORT_REQUESTS_PER_S="200",
+        SMS_PIPELINE_REPORT_CONCURRENCY="4",
+    )
     env.pop("DAGSTER_HOME", None)
-    env.update({
-        "SMS_PIPELINE_HOME": str(tmp_path / "home"),
-        "SMS_PIPELINE_DATABASE_URL": db_url,
-        "SMS_PROVIDER_BASE_URL": sim.base_url,
-        "SMS_PROVIDER_USERID": "demo",
-        "SMS_PROVIDER_PASSWORD": "demo",
-        "SMS_PROVIDER_TIMEZONE": provider_tz.key,
-        "SMS_PIPELINE_REPORT_REQUESTS_PER_S": "200",
-        "SMS_PIPELINE_REPORT_CONCURRENCY": "4",
-    })  # fmt: skip
     return env
 
 

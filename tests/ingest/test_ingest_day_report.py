@@ -13,17 +13,9 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 import pytest
-from tests.support.ingest import (
-    DAY_REPORT,
-    TRANSACTION_REPORTS,
-    content,
-    insert_outbound,
-    materializations,
-    materialize,
-    mobiles,
-    send,
-    snapshot,
-)
+from tests.support.ingest import DAY_REPORT, TRANSACTION_REPORTS, insert_outbound, materialize, mobiles, send
+from tests.support.rows import content, snapshot
+from tests.support.runs import materializations
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.provider_time import local_date

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.support.ingest import INTRADAY, materializations, materialize, mobiles, send, snapshot
+from tests.support.ingest import INTRADAY, materialize, mobiles, send
+from tests.support.rows import snapshot
+from tests.support.runs import materializations
 
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.provider import SendAccepted

@@ -18,16 +18,9 @@ from zoneinfo import ZoneInfo
 
 from pydantic import SecretStr
 import pytest
-from tests.support.ingest import (
-    DAY_REPORT,
-    TRANSACTION_REPORTS,
-    insert_outbound,
-    materializations,
-    materialize,
-    mobiles,
-    send,
-    snapshot,
-)
+from tests.support.ingest import DAY_REPORT, TRANSACTION_REPORTS, insert_outbound, materialize, mobiles, send
+from tests.support.rows import snapshot
+from tests.support.runs import materializations
 
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.core.provider_time import local_date

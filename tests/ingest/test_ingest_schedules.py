@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from datetime import date, datetime, timedelta
@@ -13,6 +12,7 @@ import dagster as dg
 import pytest
 
 from sms_pipeline import settings as settings_module
+from tests.support.environment import app_environ
 from sms_pipeline.definitions import build_definitions
 from sms_pipeline.orchestration.ingest_assets import DAY_REPORT, INTRADAY_DELIVERY_REPORTS, TRANSACTION_REPORTS
 from sms_pipeline.orchestration.partitions import day_partitions
@@ -93,9 +93,8 @@ def test_the_jobs_select_by_group_and_cadence():
 
 @pytest.mark.slow  # a fresh process loads every module (dbt manifest included)
 def test_dagster_definitions_validate_loads_the_definitions(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
+    env = app_environ(SMS_PIPELINE_HOME=str(tmp_path / "home"))
     env.pop("DAGSTER_HOME", None)
-    env["SMS_PIPELINE_HOME"] = str(tmp_path / "home")
     dagster = Path(sys.executable).with_name("dagster")
     done = subprocess.run([str(dagster), "definitions", "validate", "-m", "sms_pipeline.definitions"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)

@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from tests.support.marts import Marts, ensure_partitions, rows_as_dicts, snapshot
-from tests.support.rows import insert_messages
+from tests.support.marts import Marts, mart_rows, rows_as_dicts
+from tests.support.rows import billed, ensure_partitions, insert_messages
 
 pytestmark = pytest.mark.slow
 
@@ -24,9 +24,7 @@ NOON = datetime(2026, 4, 14, 6, 30, tzinfo=UTC)  # 12:00 in Kolkata
 LAST_SECOND_OF_D_1 = datetime(2026, 4, 13, 18, 29, 59, tzinfo=UTC)  # 23:59:59 local on D-1
 
 
-def _billed(submitted_at: datetime, **columns):
-    return dict(created_at=submitted_at - timedelta(seconds=2), claimed_at=submitted_at - timedelta(seconds=1),
-                submitted_at=submitted_at, billable_units=1, cost=Decimal("0.0079"), cost_currency="INR", **columns)
+PRICED = {"billable_units": 1, "cost": Decimal("0.0079"), "cost_currency": "INR"}  # one unit at 0.0079 INR
 
 
 def _by_class(db_url: str, day: date) -> list[dict]:
@@ -37,12 +35,12 @@ def _by_class(db_url: str, day: date) -> list[dict]:
 def test_daily_runs_rebuild_identically_and_the_lookback_catches_late_changes(settings, db_url):
     with psycopg.connect(db_url, autocommit=True) as conn:
         ensure_partitions(conn, date(2026, 4, 1))
-        insert_messages(conn, 40, state="delivered", latency_s=3, **_billed(NOON - timedelta(days=1)))
-        insert_messages(conn, 7, state="failed", **_billed(NOON - timedelta(days=3), message_class="otp"))
-        insert_messages(conn, 3, state="submitted", **_billed(NOON - timedelta(days=1), sender_id=None))
+        insert_messages(conn, 40, state="delivered", latency_s=3, **billed(NOON - timedelta(days=1), **PRICED))
+        insert_messages(conn, 7, state="failed", **billed(NOON - timedelta(days=3), **PRICED, message_class="otp"))
+        insert_messages(conn, 3, state="submitted", **billed(NOON - timedelta(days=1), **PRICED, sender_id=None))
         # still pending on D-2: its final receipt arrives late
         [(late_id, late_created)] = insert_messages(conn, state="submitted", sender_id="LATEDL",
-                                                    **_billed(NOON - timedelta(days=2)))
+                                                    **billed(NOON - timedelta(days=2), **PRICED))
         # claimed in the last second of D-1, outcome unknown, alone under its sender
         [(moved_id, moved_created)] = insert_messages(conn, state="unknown", sender_id="LATEBD",
                                                       created_at=LAST_SECOND_OF_D_1, claimed_at=LAST_SECOND_OF_D_1)
@@ -51,13 +49,13 @@ def test_daily_runs_rebuild_identically_and_the_lookback_catches_late_changes(se
 
     # The run for D-1 (window D-6 .. D-1), then the same run again: identical.
     marts.build_day(D - timedelta(days=1))
-    first = snapshot(db_url)
+    first = mart_rows(db_url)
     assert len(first["reconciliation_daily"]) == 6
     assert _by_class(db_url, D - timedelta(days=2)) == [
         {"sender_id": "LATEDL", "submitted": 1, "delivered": 0, "still_pending": 1, "unknown": 0}]
     assert {r["sender_id"]: r["unknown"] for r in _by_class(db_url, D - timedelta(days=1))}["LATEBD"] == 1
     marts.build_day(D - timedelta(days=1))
-    assert snapshot(db_url) == first
+    assert mart_rows(db_url) == first
 
     # Reconciliation, later: the final receipt arrived; the unknown row proved
     # submitted, the provider's submit time one second after local midnight.
@@ -81,12 +79,12 @@ def test_daily_runs_rebuild_identically_and_the_lookback_catches_late_changes(se
     assert [r["unknown_rows_open"] for r in rows_as_dicts(
         db_url, "SELECT unknown_rows_open FROM marts.reconciliation_daily WHERE day >= %s ORDER BY day",
         (D - timedelta(days=2),))] == [0, 0, 0]
-    incremental = snapshot(db_url)
+    incremental = mart_rows(db_url)
 
     # The weekly full rebuild gives the same marts, plus a reconciliation row
     # for every day since the first partition.
     marts.build_day(D, full_refresh=True)
-    rebuilt = snapshot(db_url)
+    rebuilt = mart_rows(db_url)
     recon, recent = rebuilt.pop("reconciliation_daily"), incremental.pop("reconciliation_daily")
     first_partition = settings.partition_start
     assert [r[0] for r in recon] == [first_partition + timedelta(days=i)

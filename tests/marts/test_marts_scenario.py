@@ -34,13 +34,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from tests.support.marts import Marts, ensure_partitions, rows_as_dicts, settings_for
-from tests.support.rows import insert_messages
-from dagster_dbt import DbtCliResource
+from tests.support.environment import settings_for
+from tests.support.marts import Marts, rows_as_dicts
+from tests.support.rows import billed, ensure_partitions, insert_messages
 
-from sms_pipeline.cli import main as cli_main
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
-from sms_pipeline.marts.project import dbt_project
+from sms_pipeline.marts.project import dbt_cli
 from sms_pipeline.marts.provider_summary import SenderSummary, store_summary
 
 pytestmark = pytest.mark.slow
@@ -52,49 +51,44 @@ FIRST_INSTANT_AFTER_D = datetime(2026, 3, 10, 18, 30, tzinfo=UTC)
 INR_TX = Decimal("0.0079")
 
 
-def _billed(submitted_at: datetime, **columns):
-    return dict(created_at=submitted_at - timedelta(seconds=2), claimed_at=submitted_at - timedelta(seconds=1),
-                submitted_at=submitted_at, **columns)
-
-
 def _insert_scenario(conn: psycopg.Connection) -> dict[str, list[tuple]]:
     ensure_partitions(conn, date(2026, 2, 1))
     rows: dict[str, list[tuple]] = {}
     tx = dict(sender_id="ACMETX", billable_units=1, cost=INR_TX, cost_currency="INR")
-    rows["tx_delivered"] = insert_messages(conn, 950, state="delivered", latency_s=1, **_billed(IST_10_00, **tx))
-    insert_messages(conn, 30, state="failed", **_billed(IST_10_00, **tx))
-    insert_messages(conn, 20, state="expired", **_billed(IST_10_00, **tx))
+    rows["tx_delivered"] = insert_messages(conn, 950, state="delivered", latency_s=1, **billed(IST_10_00, **tx))
+    insert_messages(conn, 30, state="failed", **billed(IST_10_00, **tx))
+    insert_messages(conn, 20, state="expired", **billed(IST_10_00, **tx))
     insert_messages(conn, 2, state="unknown", created_at=IST_10_00, claimed_at=IST_10_00)
     insert_messages(conn, 1, state="failed", state_reason="not_submitted", created_at=IST_10_00, claimed_at=IST_10_00)
     insert_messages(conn, 1, state="pending", created_at=IST_10_00)
     insert_messages(conn, 1, state="delivered", latency_s=60, tenant_id="globex",
-                    **_billed(IST_10_00, sender_id="ACMETX", billable_units=1, cost=Decimal("0.0100"),
+                    **billed(IST_10_00, sender_id="ACMETX", billable_units=1, cost=Decimal("0.0100"),
                               cost_currency="USD"))
 
     otp = dict(message_class="otp", sender_id="ACMEOT", encoding="UCS2", segments=3)
     otp_billed = dict(otp, billable_units=3, cost=Decimal("0.0369"), cost_currency="INR")
-    insert_messages(conn, 8, state="delivered", latency_s=1, **_billed(IST_10_00, **otp_billed))
-    insert_messages(conn, 1, state="submitted", **_billed(IST_10_00, **otp_billed))
-    insert_messages(conn, 1, state="failed", **_billed(IST_10_00, **otp_billed))
+    insert_messages(conn, 8, state="delivered", latency_s=1, **billed(IST_10_00, **otp_billed))
+    insert_messages(conn, 1, state="submitted", **billed(IST_10_00, **otp_billed))
+    insert_messages(conn, 1, state="failed", **billed(IST_10_00, **otp_billed))
     insert_messages(conn, 2, state="rejected", created_at=IST_10_00, claimed_at=IST_10_00, **otp)
 
     promo = dict(message_class="promotional", sender_id="ACMEPR", segments=2, billable_units=2)
     for latency in (10, 20, 30):
         insert_messages(conn, 1, state="delivered", latency_s=latency,
-                        **_billed(IST_10_00, cost=Decimal("0.0084"), cost_currency="INR", **promo))
-    insert_messages(conn, 5, state="submitted", **_billed(IST_10_00, **promo))  # unpriced: no cost, no currency
+                        **billed(IST_10_00, cost=Decimal("0.0084"), cost_currency="INR", **promo))
+    insert_messages(conn, 5, state="submitted", **billed(IST_10_00, **promo))  # unpriced: no cost, no currency
 
     insert_messages(conn, 1, state="submitted", channel="whatsapp",
-                    **_billed(IST_10_00, sender_id="ACMETX", billable_units=1, cost=Decimal("0.0300"),
+                    **billed(IST_10_00, sender_id="ACMETX", billable_units=1, cost=Decimal("0.0300"),
                               cost_currency="INR"))
 
     boundary = dict(sender_id="ACMEBD", billable_units=1, cost=INR_TX, cost_currency="INR")
-    insert_messages(conn, 1, state="submitted", **_billed(LAST_INSTANT_OF_D, **boundary))
-    insert_messages(conn, 1, state="submitted", **_billed(FIRST_INSTANT_AFTER_D, **boundary))
+    insert_messages(conn, 1, state="submitted", **billed(LAST_INSTANT_OF_D, **boundary))
+    insert_messages(conn, 1, state="submitted", **billed(FIRST_INSTANT_AFTER_D, **boundary))
     insert_messages(conn, 1, state="submitted", created_at=datetime(2026, 2, 20, tzinfo=UTC),
                     claimed_at=IST_10_00, submitted_at=IST_10_00, **boundary)
 
-    insert_messages(conn, 1, state="submitted", **_billed(IST_10_00 - timedelta(days=4), **tx))
+    insert_messages(conn, 1, state="submitted", **billed(IST_10_00 - timedelta(days=4), **tx))
     return rows
 
 
@@ -297,15 +291,16 @@ def test_cost_asset_metadata_shows_the_days_totals(scenario):
 
 
 @pytest.fixture
-def cli_env(marts_db_url, tmp_path, monkeypatch):
-    monkeypatch.setenv("SMS_PIPELINE_DATABASE_URL", marts_db_url)
-    monkeypatch.setenv("SMS_PIPELINE_HOME", str(tmp_path / "home"))
+def cli_database_url(marts_db_url: str) -> str:
+    """The commands read the scenario's marts."""
+    return marts_db_url
 
 
-def test_report_cost_csv_is_exact_and_filters_by_tenant(scenario, cli_env, capsys):
-    assert cli_main(["report", "cost", "--from", "2026-03-10", "--to", "2026-03-10", "--tenant", "acme",
-                     "--format", "csv"]) == 0
-    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+def test_report_cost_csv_is_exact_and_filters_by_tenant(scenario, run):
+    code, out, _ = run("report", "cost", "--from", "2026-03-10", "--to", "2026-03-10", "--tenant", "acme",
+                       "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
     assert {r["tenant_id"] for r in rows} == {"acme"}
     tx = next(r for r in rows if r["sender_id"] == "ACMETX" and r["channel"] == "sms")
     assert (tx["messages_submitted"], tx["billable_units"], tx["cost"], tx["cost_of_failed"]) == \
@@ -313,13 +308,13 @@ def test_report_cost_csv_is_exact_and_filters_by_tenant(scenario, cli_env, capsy
     assert sum(Decimal(r["cost"]) for r in rows) == Decimal("8.3400")
 
 
-def test_report_cost_table_lists_rows_and_totals(scenario, cli_env, capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "250")
-    assert cli_main(["report", "cost", "--from", "2026-03-01", "--to", "2026-03-31"]) == 0
-    out = capsys.readouterr().out
+def test_report_cost_table_lists_rows_and_totals(scenario, run):
+    code, out, _ = run("report", "cost", "--from", "2026-03-01", "--to", "2026-03-31", COLUMNS="250")
+    assert code == 0
     assert "7.9000" in out and "8.3479" in out  # ACMETX on D; INR total of the month (D-4's 0.0079 too)
-    assert cli_main(["report", "cost", "--from", "2026-03-10", "--to", "2026-03-01"]) == 2
-    assert "before" in capsys.readouterr().err
+    code, _, err = run("report", "cost", "--from", "2026-03-10", "--to", "2026-03-01")
+    assert code == 2
+    assert "before" in err
 
 
 def test_marts_reader_reads_marts_only(scenario, marts_db_url):
@@ -337,7 +332,7 @@ def test_marts_reader_reads_marts_only(scenario, marts_db_url):
 
 def test_dbt_unit_tests_pass(scenario, marts_db_url, tmp_path):
     """The final-state, latency, ratio and cost logic on their fixtures (dbt unit tests)."""
-    dbt = DbtCliResource(project_dir=dbt_project())
+    dbt = dbt_cli()
     with dbt_environment(dbt_env_for_url(marts_db_url)):
         invocation = dbt.cli(["test", "--select", "test_type:unit"], raise_on_error=False,
                              target_path=tmp_path / "target").wait()

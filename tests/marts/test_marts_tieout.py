@@ -16,11 +16,11 @@ import psycopg
 from pydantic import SecretStr
 import pytest
 
-from tests.support.marts import Marts, ensure_partitions, rows_as_dicts
-from tests.support.rows import insert_messages
+from tests.support.environment import provider_variables, settings_for
+from tests.support.marts import Marts, rows_as_dicts
+from tests.support.rows import ensure_partitions, insert_messages
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.segments import count_segments
-from sms_pipeline.orchestration.resources import ProviderResource
 from sms_pipeline.provider import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.simulator import run_simulator
@@ -35,7 +35,7 @@ OFFSET = 3
 LONG_UNICODE = "नमस्ते, आपका ऑर्डर भेज दिया गया है। " * 3  # UCS-2, several segments
 
 
-def test_tieout_flags_the_units_the_simulator_over_reports(settings, db_url):
+def test_tieout_flags_the_units_the_simulator_over_reports(db_url, tmp_path):
     clock = VirtualClock(SENT_AT)
     with run_simulator(clock=clock, seed=11, timezone=KOLKATA, userid=USER, password=PASSWORD,
                        faults={"summary_units_offset": OFFSET}) as sim:
@@ -56,8 +56,8 @@ def test_tieout_flags_the_units_the_simulator_over_reports(settings, db_url):
                                 claimed_at=SENT_AT, submitted_at=SENT_AT)
         assert count_segments(LONG_UNICODE).segments > 1
 
-        marts = Marts(settings, provider=ProviderResource(base_url=sim.base_url, userid=USER, password=PASSWORD,
-                                                          timezone=KOLKATA.key))
+        marts = Marts(settings_for(db_url, tmp_path / "home",
+                                   **provider_variables(sim.base_url, KOLKATA.key, userid=USER, password=PASSWORD)))
         fetched = marts.fetch_summary(D)
     [summary] = fetched.asset_materializations_for_node("dlr__provider_summary")
     assert summary.partition == D.isoformat()

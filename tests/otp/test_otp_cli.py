@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import io
-import os
 
 import pytest
-from tests.support.otp import TEST_KEY, digits, issue
+from tests.support.numbers import digits
+from tests.support.otp import TEST_KEY, issue
 
-from sms_pipeline import cli
 from sms_pipeline.core.clock import RealClock
-from sms_pipeline.settings import PREFIXES
 
 
 @pytest.fixture
@@ -20,21 +18,9 @@ def clock() -> RealClock:
 
 
 @pytest.fixture
-def run(monkeypatch, capsys, db_url, tmp_path):
-    """``sms-pipeline ARGS`` in this process against the test's database; returns (exit code, stdout, stderr)."""
-    for name in list(os.environ):
-        if name.startswith(PREFIXES):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SMS_PIPELINE_DATABASE_URL", db_url)
-    monkeypatch.setenv("SMS_PIPELINE_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SMS_PIPELINE_OTP_HMAC_KEY", TEST_KEY.decode())
-
-    def run_command(*args: str) -> tuple[int, str, str]:
-        code = cli.main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run_command
+def cli_variables() -> dict[str, str]:
+    """The commands verify with the key the codes were issued with."""
+    return {"SMS_PIPELINE_OTP_HMAC_KEY": TEST_KEY.decode()}
 
 
 def _verify(run, code: str, *extra: str, recipient: str = "+91 98000 00001"):

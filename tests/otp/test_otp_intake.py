@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tests.support.otp import enqueue, otp_request
+from tests.support.otp import otp_request
+from tests.support.worker import enqueue
 
 from sms_pipeline import intake
 from sms_pipeline.core.input_lines import InvalidField

@@ -10,18 +10,9 @@ from decimal import Decimal
 import psycopg
 import pytest
 from tests.support.provider import PROVIDER_ZONE, client_for
-from tests.support.otp import (
-    TEMPLATE,
-    TEST_KEY,
-    database_text,
-    digits,
-    enqueue,
-    make_worker,
-    otp_request,
-    price,
-    sent_codes,
-    verification_rows,
-)
+from tests.support.numbers import digits
+from tests.support.otp import TEMPLATE, TEST_KEY, database_text, otp_request, sent_codes, verification_rows
+from tests.support.worker import enqueue, make_worker, price
 
 from sms_pipeline.otp import codes
 from sms_pipeline.send.otp import OTP_CLAIM_LIMIT, OtpSent, OtpStrategy
@@ -50,7 +41,7 @@ def _appears(code: str, text: str) -> bool:
 
 def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_url, sim, client, clock,
                                                                           policy):
-    price(db, "0.1500")
+    price(db, "0.1500", "otp")
     long_template = "Your login code is $otp$. " + "Never share it with anyone, not even us. " * 4
     enqueue(db, [otp_request(1, session_binding="session-1"), otp_request(2), otp_request(3, body=long_template)],
             clock)
@@ -85,7 +76,7 @@ def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_
 
 
 def test_otps_are_claimed_a_few_at_a_time_whatever_the_batch_size(db, db_url, client, clock, policy, caplog):
-    price(db, "0.1500")
+    price(db, "0.1500", "otp")
     enqueue(db, [otp_request(n) for n in range(1, 2 * OTP_CLAIM_LIMIT + 3)], clock)
 
     with caplog.at_level(logging.INFO, logger="sms_pipeline.send.loop"):

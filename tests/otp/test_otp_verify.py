@@ -8,7 +8,8 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from tests.support.otp import TEST_KEY, digits, issue
+from tests.support.numbers import digits
+from tests.support.otp import TEST_KEY, issue
 
 from sms_pipeline.otp.verify import InvalidRecipient, VerifyResult, check_code, verify_otp
 

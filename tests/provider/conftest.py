@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.support.provider import REPRODUCIBLE_SEED, REPRODUCIBLE_START, Account
+from tests.support.provider import Account
 
 ACCOUNT = Account("demo", "pw-Zq81-never-logged", "key-Hh27-never-logged", ZoneInfo("Asia/Kolkata"))
 
@@ -19,13 +18,8 @@ def account() -> Account:
 
 
 @pytest.fixture
-def start_time() -> datetime:
-    return REPRODUCIBLE_START
-
-
-@pytest.fixture
-def simulator_seed() -> int:
-    return REPRODUCIBLE_SEED
+def reproducible() -> bool:
+    return True
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.support.reconcile import numbers
+from tests.support.numbers import numbers
 
 
 def test_a_day_of_batch_sends_reconciles_to_the_simulators_outcomes(world):

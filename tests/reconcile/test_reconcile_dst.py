@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 
-from tests.support.reconcile import numbers, world_for
+from tests.support.numbers import numbers
+from tests.support.reconcile import world_for
 
 FALL_BACK = date(2026, 10, 25)  # 01:00-02:00 happens twice in Europe/London
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from tests.support.reconcile import numbers
+from tests.support.numbers import numbers
 
 
 def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.support.reconcile import numbers
-
-
-def _metadata(result, asset: str) -> list[dict]:
-    return [
-        {k: v.value for k, v in m.materialization.metadata.items()}
-        for m in result.get_asset_materialization_events()
-        if m.asset_key.to_user_string() == asset
-    ]
+from tests.support.numbers import numbers
+from tests.support.runs import metadata_of
 
 
 def test_the_same_day_twice_and_a_range_over_reconciled_days_update_nothing(world):
@@ -29,9 +22,9 @@ def test_the_same_day_twice_and_a_range_over_reconciled_days_update_nothing(worl
 
     again = world.run_daily(world.day)
     assert world.snapshot() == before  # same rows, same row versions: nothing was rewritten
-    (meta,) = _metadata(again, "msg/reconciliation")
+    meta = metadata_of(again, "msg/reconciliation")
     assert meta["rows_updated"] == 0 and meta["state_moves"] == {} and meta["orphans_opened"] == 0
-    (receipts,) = _metadata(again, "dlr/receipts")
+    receipts = metadata_of(again, "dlr/receipts")
     assert receipts["new_receipts"] == 0
 
     world.run_daily(world.day - timedelta(days=2), world.day + timedelta(days=1))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.support.reconcile import numbers
+from tests.support.numbers import numbers
 
 
 def test_an_otp_and_a_batch_are_reconciled_within_the_hour(world):

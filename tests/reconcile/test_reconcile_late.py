@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.support.reconcile import STATE_OF_WORD, numbers
+from tests.support.numbers import numbers
+from tests.support.reconcile import STATE_OF_WORD
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.orchestration.schedules import daily_days
 from sms_pipeline.simulator import generation

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.support.reconcile import STATE_OF_WORD, numbers, world_for
+from tests.support.numbers import numbers
+from tests.support.reconcile import STATE_OF_WORD, world_for
+from tests.support.runs import metadata_of
 from sms_pipeline.simulator import generation
-
-
-def _metadata(result, asset: str) -> dict:
-    (mat,) = [m for m in result.get_asset_materialization_events() if m.asset_key.to_user_string() == asset]
-    return {k: v.value for k, v in mat.materialization.metadata.items()}
 
 
 def test_case_1_intermediate_then_final_both_stored_and_final_not_lost(world):
@@ -88,7 +85,7 @@ def test_case_3_conflicting_finals_first_wins_and_the_conflict_is_recorded(world
     assert row["delivered_at"] == submit + timedelta(minutes=2)
     events = {r["status_word"]: r["disposition"] for r in world.receipts(msg_id)}
     assert events["DELIVRD"] == "applied" and events["UNDELIV"] == "conflicting_final"
-    assert _metadata(result, "msg/reconciliation")["conflicting_finals"] == 3
+    assert metadata_of(result, "msg/reconciliation")["conflicting_finals"] == 3
 
 
 def test_case_4_the_same_receipt_twice_is_one_event(db_url, tmp_path):
@@ -96,7 +93,7 @@ def test_case_4_the_same_receipt_twice_is_one_event(db_url, tmp_path):
         keys = world.send(numbers(30))
         world.move_to(world.at(world.day + timedelta(days=1), 3))
         result = world.run_daily(world.day)
-        receipts = _metadata(result, "dlr/receipts")
+        receipts = metadata_of(result, "dlr/receipts")
         assert receipts["duplicate_rows"] >= 30  # every row of the file came twice
         events = world.conn.execute(
             "SELECT count(*), count(DISTINCT (provider_message_id, status_word)) FROM dlr.delivery_receipts"
@@ -118,7 +115,7 @@ def test_case_6_a_receipt_without_a_message_is_an_orphan_until_the_message_appea
     orphans = world.conn.execute(
         "SELECT provider_message_id, raw_payload, resolved_at FROM dlr.orphaned_receipts").fetchall()
     assert [(o[0], o[1]["msgId"], o[1]["mobile"], o[2]) for o in orphans] == [(msg_id, msg_id, recipient, None)]
-    assert _metadata(result, "msg/reconciliation")["orphans_opened"] == 1
+    assert metadata_of(result, "msg/reconciliation")["orphans_opened"] == 1
 
     # the message appears (e.g. restored from the worker's log) and the orphan is resolved
     world.clock.set(world.clock.now())
@@ -134,7 +131,7 @@ def test_case_6_a_receipt_without_a_message_is_an_orphan_until_the_message_appea
         "JOIN dlr.delivery_receipts r ON r.receipt_id = o.resolved_receipt_id "
         "AND r.submit_month = o.resolved_receipt_submit_month").fetchall()
     assert resolved == [(True, key[0])]
-    assert _metadata(result, "msg/reconciliation")["orphans_resolved"] == 1
+    assert metadata_of(result, "msg/reconciliation")["orphans_resolved"] == 1
 
 
 def test_case_7_receipt_before_the_response_was_stored(world):
@@ -219,7 +216,7 @@ def test_case_15_unmapped_status_words_are_stored_counted_and_move_nothing(db_ur
         # lower case and trailing spaces are the same word: mapped, applied, raw spelling kept
         respelled = [r for r in rows if r[0] != r[1] and r[2] != "unmapped" and r[1] != "SUBMITTED"]
         assert respelled and all(r[3] == "applied" and r[4] != "submitted" for r in respelled)
-        meta = _metadata(result, "dlr/receipts")
+        meta = metadata_of(result, "dlr/receipts")
         assert meta["new_unmapped_receipts"] == len(unmapped) <= meta["unmapped_rows"]
         assert set(meta["unmapped_words"]) == {r[1] for r in unmapped}
         assert len(keys) == 40

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
-from tests.support.reconcile import numbers
+from tests.support.numbers import numbers
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.reconcile.housekeeping import RECEIPT_RETENTION, run_upkeep
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from sms_pipeline import settings as settings_module
 from sms_pipeline.orchestration import reconcile_assets
 
-from tests.support.reconcile import numbers
+from tests.support.numbers import numbers
 
 # Records every UPDATE of a receipt event (test-only): a new event must be
 # inserted with its correlation and disposition, never stored bare and then

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 
 import httpx
 import pytest
 
 from sms_pipeline.simulator import RunningSimulator
-from tests.support.provider import REPRODUCIBLE_SEED, REPRODUCIBLE_START
-
-
-
-@pytest.fixture
-def start_time() -> datetime:
-    return REPRODUCIBLE_START
 
 
 @pytest.fixture
-def simulator_seed() -> int:
-    return REPRODUCIBLE_SEED
+def reproducible() -> bool:
+    return True
 
 
 @pytest.fixture

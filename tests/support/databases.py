@@ -20,6 +20,7 @@ import pytest
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.db import connection, embedded, migrate
+from tests.support.environment import settings_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _TEMPLATE_LOCK = 0x5A5_0002
@@ -103,9 +104,7 @@ def db(db_url: str) -> Iterator[psycopg.Connection]:
 @pytest.fixture
 def settings(tmp_path: Path, db_url: str) -> settings_module.Settings:
     """Settings pointing at the test's database, with a private home folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
-    env.update({"SMS_PIPELINE_HOME": str(tmp_path / "home"), "SMS_PIPELINE_DATABASE_URL": db_url})
-    return settings_module.load(env)
+    return settings_for(db_url, tmp_path / "home")
 
 
 def scratch_database(admin_url: str, template: str, prefix: str = "sms_test") -> Iterator[str]:

@@ -6,22 +6,19 @@ dbt invocations cost seconds each, so a module can share one database
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import psycopg
 import pytest
-from dagster_dbt import DbtCliResource
 from tests.support.databases import scratch_database
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.marts.project import dbt_project
+from sms_pipeline.marts.project import dbt_cli, dbt_project
 from sms_pipeline.orchestration import marts_assets
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
+from sms_pipeline.orchestration.resources import build_resources
 
 MARTS_TABLES = ("cost_daily", "delivery_latency_daily", "delivery_by_class_daily",
                 "reconciliation_daily", "provider_tieout_daily")
@@ -33,25 +30,21 @@ def marts_db_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
     yield from scratch_database(pg_admin_url, template_db, prefix="sms_test_marts")
 
 
-def settings_for(db_url: str, home: Path) -> settings_module.Settings:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
-    env.update({"SMS_PIPELINE_HOME": str(home), "SMS_PIPELINE_DATABASE_URL": db_url})
-    return settings_module.load(env)
-
-
 class Marts:
-    """The marts assets of one database, materialised in process like a Dagster run would."""
+    """The marts assets of one database, materialised in process like a Dagster run would.
 
-    def __init__(self, settings: settings_module.Settings, provider: ProviderResource | None = None) -> None:
+    The resources are the project's own for ``settings`` (their secrets inline: the settings
+    come from a mapping), the provider included (``settings_for`` points it nowhere unless told).
+    """
+
+    def __init__(self, settings: settings_module.Settings) -> None:
         assert settings.database_url
         self.settings = settings
         self.defs = marts_assets.definitions(settings)
         self.assets = list(self.defs.assets or [])
         self.resources: dict[str, Any] = {
-            "dbt": DbtCliResource(project_dir=dbt_project()),
-            "database": DatabaseResource(url=settings.database_url),
-            "clock": ClockResource(),
-            "provider": provider or ProviderResource(base_url="http://127.0.0.1:9/unused", userid="unused"),
+            **build_resources(settings, secrets_by_name=False),
+            "dbt": dbt_cli(dbt_project(settings.home)),
         }
 
     def _assets_named(self, name: str) -> dg.AssetsDefinition:
@@ -73,8 +66,8 @@ class Marts:
         return self._materialize([marts_assets.PROVIDER_SUMMARY_KEY], day.isoformat())
 
 
-def snapshot(db_url: str) -> dict[str, list[tuple]]:
-    """Every mart's rows, in a stable order."""
+def mart_rows(db_url: str) -> dict[str, list[tuple]]:
+    """Every mart's rows, in a stable order (marts have no key to order by)."""
     def order(row: tuple) -> tuple:
         return tuple((value is None, str(value)) for value in row)
 
@@ -87,7 +80,3 @@ def rows_as_dicts(db_url: str, sql: str, params: tuple = ()) -> list[dict[str, A
     with psycopg.connect(db_url) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         return cur.execute(sql, params).fetchall()
 
-
-def ensure_partitions(conn: psycopg.Connection, first_month: date, months_ahead: int = 2) -> None:
-    conn.execute("SELECT msg.ensure_partitions(%s, %s)", (first_month, months_ahead))
-    conn.execute("SELECT dlr.ensure_partitions(%s, %s)", (first_month, months_ahead))

@@ -1,62 +1,31 @@
-"""Helpers for the OTP tests: requests, a worker with the OTP strategy, what the simulator saw."""
+"""Helpers for the OTP tests: OTP requests, issued codes, what the simulator and the database saw.
+
+Sending itself (enqueue, prices, a worker with the OTP strategy) is ``tests.support.worker``'s.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 import psycopg
-from tests.support.provider import PROVIDER_ZONE
+from tests.support.numbers import digits, written
+from tests.support.worker import enqueue
 
-from sms_pipeline.core.clock import Clock
 from sms_pipeline.otp import codes
-from sms_pipeline.send.otp import OtpPolicy, OtpStrategy
-from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.simulator.server import RunningSimulator
-from sms_pipeline import intake, rates
-from sms_pipeline.send.breaker import CircuitBreaker
-from sms_pipeline.send.loop import Worker, bulk_strategies
 
 TEST_KEY = b"otp-tests-hmac-key-0123456789abcdef"
 TEMPLATE = "Your login code is $otp$. It expires in 5 minutes."
 
 
-def digits(n: int) -> str:
-    """The n-th Indian mobile number as stored and sent."""
-    return f"9198{n:08d}"
-
-
 def otp_request(n: int, **overrides: Any) -> dict[str, Any]:
     return {
         "tenant_id": "tenant-a", "event_type": "login_otp", "event_id": f"login-{n}",
-        "recipient": f"+91 98{n:08d}", "body": TEMPLATE, "message_class": "otp", "channel": "sms",
+        "recipient": written(n), "body": TEMPLATE, "message_class": "otp", "channel": "sms",
         "sender_id": "OTPSMS", "purpose": "login", **overrides,
     }
-
-
-def enqueue(conn: psycopg.Connection, records: Sequence[dict[str, Any]], clock: Clock) -> list[intake.Enqueued]:
-    return intake.enqueue(conn, [intake.new_message(r) for r in records], clock=clock)
-
-
-def price(conn: psycopg.Connection, unit_price: str = "0.1500") -> None:
-    """A price for tenant-a's SMS OTPs, valid since 2020."""
-    parsed, bad = rates.parse_rate_card([
-        "tenant_id,channel,message_class,unit_price,currency,valid_from,valid_to",
-        f"tenant-a,sms,otp,{unit_price},INR,2020-01-01,"])
-    assert not bad
-    rates.load_rates(conn, parsed)
-
-
-def make_worker(db_url: str, client: ProviderClient, clock: Clock, policy: OtpPolicy, **options: Any) -> Worker:
-    settings: dict[str, Any] = dict(
-        batch_size=500, lease=timedelta(minutes=5), breaker=CircuitBreaker(5, 30.0), concurrency=1,
-        poll_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05)
-    settings.update(options)
-    strategies = {**bulk_strategies(client, PROVIDER_ZONE),
-                  ("sms", "otp"): OtpStrategy(client, PROVIDER_ZONE, policy)}
-    return Worker(lambda: psycopg.connect(db_url, autocommit=True), strategies, clock=clock, **settings)
 
 
 def sent_codes(sim: RunningSimulator, template: str = TEMPLATE) -> list[tuple[str, str]]:

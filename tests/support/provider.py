@@ -1,10 +1,12 @@
 """A simulator on the test's clock and real clients for it: one set of fixtures for every test directory.
 
 A directory tunes them by overriding the small value fixtures, never by
-redefining the simulator: ``start_time`` (where the virtual clock starts),
-``account`` (the credentials the simulator accepts and clients send),
-``simulator_seed``, ``simulator_options`` (faults, retention, ...) and
-``client_options`` (time-outs, pacing of the clients ``make_client`` builds).
+redefining the simulator: ``reproducible`` (the fixed start and seed below
+instead of a start behind real time and seed 0), ``start_time`` (where the
+virtual clock starts), ``account`` (the credentials the simulator accepts and
+clients send), ``simulator_seed``, ``simulator_options`` (faults, retention,
+...) and ``client_options`` (time-outs, pacing of the clients ``make_client``
+builds).
 """
 
 from __future__ import annotations
@@ -53,8 +55,19 @@ def client_for(sim: RunningSimulator, *, account: Account = DEMO_ACCOUNT, **opti
 
 
 @pytest.fixture
-def start_time() -> datetime:
-    """Six hours behind real time, whatever the hour: room to move past leases, expiries and retry windows."""
+def reproducible() -> bool:
+    """Whether the simulator starts at ``REPRODUCIBLE_START`` with ``REPRODUCIBLE_SEED``; a directory overrides it."""
+    return False
+
+
+@pytest.fixture
+def start_time(reproducible: bool) -> datetime:
+    """Six hours behind real time, whatever the hour: room to move past leases, expiries and retry windows.
+
+    ``REPRODUCIBLE_START`` instead where the tests must be ``reproducible``.
+    """
+    if reproducible:
+        return REPRODUCIBLE_START
     return datetime.now(UTC).replace(microsecond=0) - timedelta(hours=6)
 
 
@@ -69,8 +82,8 @@ def account() -> Account:
 
 
 @pytest.fixture
-def simulator_seed() -> int:
-    return 0
+def simulator_seed(reproducible: bool) -> int:
+    return REPRODUCIBLE_SEED if reproducible else 0
 
 
 @pytest.fixture

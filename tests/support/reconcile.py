@@ -26,27 +26,21 @@ from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import day_bounds, local_date, localise
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.orchestration import ingest_assets, reconcile_assets
-from sms_pipeline.orchestration.resources import ClockResource, build_resources
 from sms_pipeline.orchestration.schedules import partition_range_tags
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.simulator import generation
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
-from sms_pipeline import intake
-from sms_pipeline.send.breaker import CircuitBreaker
-from sms_pipeline.send.loop import Worker, bulk_strategies
-from tests.support.rows import insert_message
+from tests.support.environment import provider_variables, settings_for
+from tests.support.rows import ensure_partitions, insert_message, snapshot
+from tests.support.runs import resources_for
+from tests.support.worker import enqueue, make_worker
 
 TENANT = "tenant-a"
 SENDER = "SGCSMS"
 UNIT_PRICE = "0.0079"
 STATE_OF_WORD = {"DELIVRD": "delivered", "UNDELIV": "failed", "REJECTD": "failed", "EXPIRED": "expired"}
 DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "msg/reconciliation")
-
-
-def numbers(count: int, start: int = 0) -> list[str]:
-    """Valid Indian mobile numbers (91 + 10 digits starting 9)."""
-    return [f"9198{start + i:08d}" for i in range(count)]
 
 
 @dataclass
@@ -111,13 +105,9 @@ class World:
              "sender_id": sender}
             for recipient in recipients
         ]
-        enqueued = intake.enqueue(self.conn, [intake.new_message(r) for r in records], clock=self.clock)
-        worker = Worker(
-            lambda: psycopg.connect(self.db_url, autocommit=True), bulk_strategies(self.client, self.tz.key),
-            clock=self.clock, batch_size=self.settings.batch_size,
-            lease=timedelta(seconds=self.settings.claim_lease_s), breaker=CircuitBreaker(5, 30.0),
-            poll_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05,
-        )
+        enqueued = enqueue(self.conn, records, self.clock)
+        worker = make_worker(self.db_url, self.client, self.clock, zone=self.tz.key,
+                             batch_size=self.settings.batch_size, lease=timedelta(seconds=self.settings.claim_lease_s))
         worker.run(once=True)
         return [(e.message_id, e.created_at) for e in enqueued]
 
@@ -151,11 +141,7 @@ class World:
     # ----- the pipeline ------------------------------------------------------
 
     def resources(self) -> dict[str, Any]:
-        # The project's resources for these settings; their secrets inline (the settings come from a mapping).
-        return {
-            **build_resources(self.settings, secrets_by_name=False),
-            "clock": ClockResource(frozen_at=self.clock.now().isoformat()),
-        }
+        return resources_for(self.settings, self.clock)
 
     def run_daily(self, first: date, last: date | None = None, *, ingest: bool = True,
                   must_succeed: bool = True) -> dg.ExecuteInProcessResult:
@@ -249,12 +235,12 @@ class World:
     def snapshot(self) -> dict[str, list[tuple]]:
         """Every row (with its row version) of the tables reconciliation writes."""
         tables = {
-            "messages": "SELECT xmin::text, * FROM msg.outbound_message ORDER BY id",
-            "receipts": "SELECT xmin::text, * FROM dlr.delivery_receipts ORDER BY receipt_id",
-            "orphans": "SELECT xmin::text, * FROM dlr.orphaned_receipts ORDER BY orphan_id",
-            "registry": "SELECT xmin::text, * FROM msg.provider_message_id_registry ORDER BY provider_message_id",
+            "messages": ("msg.outbound_message", "id"),
+            "receipts": ("dlr.delivery_receipts", "receipt_id"),
+            "orphans": ("dlr.orphaned_receipts", "orphan_id"),
+            "registry": ("msg.provider_message_id_registry", "provider_message_id"),
         }
-        return {name: self.conn.execute(sql).fetchall() for name, sql in tables.items()}
+        return {name: snapshot(self.conn, table, order_by) for name, (table, order_by) in tables.items()}
 
 
 def world_for(db_url: str, tmp_path, *, tz_name: str = "Asia/Kolkata", day: date | None = None,
@@ -263,23 +249,17 @@ def world_for(db_url: str, tmp_path, *, tz_name: str = "Asia/Kolkata", day: date
     the_day = day or local_date(datetime.now(UTC), tz) - timedelta(days=6)
     clock = VirtualClock(datetime.combine(the_day, start).replace(tzinfo=tz).astimezone(UTC))
     with run_simulator(clock=clock, seed=8, timezone=tz, faults=faults) as sim:
-        env = {
-            "SMS_PIPELINE_HOME": str(tmp_path / "home"),
-            "SMS_PIPELINE_DATABASE_URL": db_url,
-            "SMS_PIPELINE_PARTITION_START": (the_day - timedelta(days=10)).isoformat(),
-            "SMS_PIPELINE_REPORT_REQUESTS_PER_S": "1000",
-            "SMS_PIPELINE_REPORT_MAX_RETRIES": "1",
-            "SMS_PROVIDER_BASE_URL": sim.base_url,
-            "SMS_PROVIDER_USERID": "demo",
-            "SMS_PROVIDER_PASSWORD": "demo",
-            "SMS_PROVIDER_TIMEZONE": tz_name,
-            "SMS_PROVIDER_READ_TIMEOUT_S": "2",
-        }
-        cfg = settings_module.load(env)
+        cfg = settings_for(
+            db_url, tmp_path / "home",
+            SMS_PIPELINE_PARTITION_START=(the_day - timedelta(days=10)).isoformat(),
+            SMS_PIPELINE_REPORT_REQUESTS_PER_S="1000",
+            SMS_PIPELINE_REPORT_MAX_RETRIES="1",
+            **provider_variables(sim.base_url, tz_name),
+            SMS_PROVIDER_READ_TIMEOUT_S="2",
+        )
         with psycopg.connect(db_url, autocommit=True) as conn, ProviderClient.from_settings(cfg, backoff_s=0.01) as client:
             start_of_day, _ = day_bounds(the_day, tz)
-            conn.execute("SELECT msg.ensure_partitions(%s, 2), dlr.ensure_partitions(%s, 2)",
-                         (start_of_day - timedelta(days=40), start_of_day - timedelta(days=40)))
+            ensure_partitions(conn, start_of_day - timedelta(days=40), 2)
             for message_class in ("otp", "transactional", "promotional"):
                 conn.execute(
                     "INSERT INTO msg.rate_card (tenant_id, channel, message_class, unit_price, currency, valid_from) "

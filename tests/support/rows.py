@@ -1,9 +1,10 @@
-"""Outbound message rows written straight into the table, for tests that need rows in a given state."""
+"""Rows written straight into the tables, for tests that need rows in a given state; tables read back whole."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -32,14 +33,24 @@ def in_month(months_from_now: int = 0, day: int = 3) -> datetime:
     return month_start(months_from_now) + timedelta(days=day - 1, hours=10)
 
 
-def ensure_months(conn: psycopg.Connection, first: int, last: int) -> None:
-    """Message partitions for months ``first``..``last`` relative to now (upkeep, as the pipeline runs it)."""
-    conn.execute("SELECT msg.ensure_partitions(%s, %s)", (month_start(first), last - first))
+def ensure_partitions(conn: psycopg.Connection, start: date | datetime, months_ahead: int = 2, *,
+                      schemas: Sequence[str] = ("msg", "dlr")) -> None:
+    """Monthly partitions from ``start``'s month to ``months_ahead`` months later, of the messages
+    and the receipts (or of ``schemas`` only), as the pipeline's upkeep makes them."""
+    for schema in schemas:
+        conn.execute(f"SELECT {schema}.ensure_partitions(%s, %s)", (start, months_ahead))
 
 
 def any_state_columns(at: datetime) -> dict[str, Any]:
     """Clocks and billing that keep a row consistent in every state (claimed, billed)."""
     return {"claimed_at": at, "submitted_at": at, "billable_units": 1}
+
+
+def billed(submitted_at: datetime, **columns: Any) -> dict[str, Any]:
+    """The clocks of a row submitted (hence billed) at ``submitted_at``: created 2 s and claimed 1 s before;
+    plus ``columns``."""
+    return dict(created_at=submitted_at - timedelta(seconds=2), claimed_at=submitted_at - timedelta(seconds=1),
+                submitted_at=submitted_at, **columns)
 
 
 def insert_message(conn: psycopg.Connection, **columns: Any) -> tuple[int, datetime]:
@@ -99,3 +110,13 @@ def insert_messages(conn: psycopg.Connection, count: int = 1, *, latency_s: floa
     )
     params = {**values, "prefix": f"bk-{uuid.uuid4().hex}-", "count": count, "latency_s": latency_s}
     return conn.execute(query, params).fetchall()
+
+
+def snapshot(conn: psycopg.Connection, table: str, order_by: str) -> list[tuple]:
+    """Every row with its ``xmin``: equal snapshots mean nothing was written, not even the same values."""
+    return conn.execute(f"SELECT xmin::text, * FROM {table} ORDER BY {order_by}").fetchall()
+
+
+def content(conn: psycopg.Connection, table: str, order_by: str) -> list[tuple]:
+    """Every row, without system columns (to compare two databases)."""
+    return conn.execute(f"SELECT * FROM {table} ORDER BY {order_by}").fetchall()

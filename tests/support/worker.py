@@ -1,12 +1,18 @@
-"""Helpers for the worker tests: requests, a real client and worker against the simulator."""
+"""Sending through the real worker: requests, enqueueing, prices, a worker against the simulator.
+
+The worker, OTP and reconciliation tests share these; the OTP strategy joins
+the bulk ones when ``make_worker`` is given an OTP policy.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import psycopg
+from tests.support.numbers import written
 from tests.support.provider import PROVIDER_ZONE
 
 from sms_pipeline.core.clock import Clock
@@ -15,25 +21,16 @@ from sms_pipeline.simulator.server import RunningSimulator
 from sms_pipeline import intake, rates
 from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.loop import Worker, bulk_strategies
+from sms_pipeline.send.otp import OtpPolicy, OtpStrategy
 
 # A valid number (phonenumbers) that the simulator refuses: it takes Indian mobiles only.
 FOREIGN_NUMBER = "+16502530000"
 
 
-def number(n: int) -> str:
-    """The n-th distinct Indian mobile number, as a customer might write it."""
-    return f"+91 98{n:08d}"
-
-
-def digits(n: int) -> str:
-    """The n-th number as stored and sent (E.164 digits)."""
-    return f"9198{n:08d}"
-
-
 def request(n: int, **overrides: Any) -> dict[str, Any]:
     return {
         "tenant_id": "tenant-a", "event_type": "order_shipped", "event_id": f"order-{n}",
-        "recipient": number(n), "body": "Your order has shipped", "message_class": "transactional",
+        "recipient": written(n), "body": "Your order has shipped", "message_class": "transactional",
         "channel": "sms", "sender_id": "SGCSMS", **overrides,
     }
 
@@ -58,10 +55,11 @@ def ledger(sim: RunningSimulator) -> list:
     return list(sim.state.ledger_entries())
 
 
-def price(conn: psycopg.Connection, unit_price: str = "0.0079", message_class: str = "transactional") -> None:
-    """A rate-card price for tenant-a's SMS of one class, valid since 2020."""
+def price(conn: psycopg.Connection, unit_price: str | Decimal = "0.0079", message_class: str = "transactional",
+          *, tenant: str = "tenant-a") -> None:
+    """A rate-card price for a tenant's SMS of one class, in INR, valid since 2020."""
     card = ["tenant_id,channel,message_class,unit_price,currency,valid_from,valid_to",
-            f"tenant-a,sms,{message_class},{unit_price},INR,2020-01-01,"]
+            f"{tenant},sms,{message_class},{unit_price},INR,2020-01-01,"]
     parsed, bad = rates.parse_rate_card(card)
     assert not bad
     rates.load_rates(conn, parsed)
@@ -71,10 +69,14 @@ def states(conn: psycopg.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
 
 
-def make_worker(db_url: str, client: ProviderClient, clock: Clock, **options: Any) -> Worker:
+def make_worker(db_url: str, client: ProviderClient, clock: Clock, policy: OtpPolicy | None = None, *,
+                zone: str = PROVIDER_ZONE, **options: Any) -> Worker:
+    """A worker on ``db_url`` sending through ``client``; with ``policy``, OTPs too. ``options`` override its settings."""
     settings: dict[str, Any] = dict(
         batch_size=500, lease=timedelta(minutes=5), breaker=CircuitBreaker(5, 30.0), concurrency=1,
         poll_interval_s=0.05, backoff_initial_s=0.01, backoff_max_s=0.05)
     settings.update(options)
-    return Worker(lambda: psycopg.connect(db_url, autocommit=True), bulk_strategies(client, PROVIDER_ZONE),
-                  clock=clock, **settings)
+    strategies = dict(bulk_strategies(client, zone))
+    if policy is not None:
+        strategies[("sms", "otp")] = OtpStrategy(client, zone, policy)
+    return Worker(lambda: psycopg.connect(db_url, autocommit=True), strategies, clock=clock, **settings)

@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-from tests.support.worker import FOREIGN_NUMBER, digits, enqueue, ledger, make_worker, request, rows, states
+from tests.support.environment import app_environ, provider_variables
+from tests.support.numbers import digits
+from tests.support.worker import FOREIGN_NUMBER, enqueue, ledger, make_worker, request, rows, states
 
-from sms_pipeline import cli
-from sms_pipeline.settings import PREFIXES
 from sms_pipeline.simulator.server import run_simulator
-
-
-@pytest.fixture
-def run(monkeypatch, capsys, db_url, tmp_path):
-    """``sms-pipeline ARGS`` in this process against the test's database; returns (exit code, stdout, stderr)."""
-    for name in list(os.environ):
-        if name.startswith(PREFIXES):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SMS_PIPELINE_DATABASE_URL", db_url)
-    monkeypatch.setenv("SMS_PIPELINE_HOME", str(tmp_path / "home"))
-
-    def run_command(*args: str, **env: str) -> tuple[int, str, str]:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        code = cli.main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run_command
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -147,7 +126,7 @@ def test_messages_replay_supersedes_a_dead_attempt_and_refuses_a_live_one(run, d
 
 def test_worker_command_sends_what_is_due_and_stops_gracefully_on_sigterm(run, db, db_url, tmp_path):
     with run_simulator() as sim:  # real time, like the command
-        provider = {"SMS_PROVIDER_BASE_URL": sim.base_url, "SMS_PROVIDER_PASSWORD": "demo"}
+        provider = provider_variables(sim.base_url)
         write_lines(tmp_path / "a.jsonl", [json.dumps(request(n)) for n in range(3)])
         assert run("enqueue", str(tmp_path / "a.jsonl"))[0] == 0
         code, out, _ = run("worker", "--once", "--batch-size", "2", **provider)
@@ -158,8 +137,7 @@ def test_worker_command_sends_what_is_due_and_stops_gracefully_on_sigterm(run, d
         write_lines(tmp_path / "b.jsonl", [json.dumps(request(10 + n, body=f"Parcel {n} is out")) for n in range(3)])
         assert run("enqueue", str(tmp_path / "b.jsonl"))[0] == 0
         sim.faults.update({"slow": 1.0, "slow_delay_s": 1.0})
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}, **provider,
-               "SMS_PIPELINE_DATABASE_URL": db_url, "SMS_PIPELINE_HOME": str(tmp_path / "home")}
+        env = app_environ(**provider, SMS_PIPELINE_DATABASE_URL=db_url, SMS_PIPELINE_HOME=str(tmp_path / "home"))
         worker = subprocess.Popen([sys.executable, "-c", COMMAND, "worker"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 from tests.support.provider import client_for
-from tests.support.worker import FOREIGN_NUMBER, digits, enqueue, ledger, make_worker, request, rows, states
+from tests.support.numbers import digits
+from tests.support.worker import FOREIGN_NUMBER, enqueue, ledger, make_worker, request, rows, states
 
 from sms_pipeline.provider.results import SendAccepted, SendAmbiguous, SendNeverConnected, SendRefused
 from sms_pipeline.send.breaker import BreakerState, CircuitBreaker

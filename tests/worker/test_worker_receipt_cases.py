@@ -12,9 +12,9 @@ from decimal import Decimal
 import psycopg
 import pytest
 from tests.support.provider import client_for
+from tests.support.numbers import digits
 from tests.support.worker import (
     FOREIGN_NUMBER,
-    digits,
     enqueue,
     ledger,
     make_worker,

@@ -1,0 +1,35 @@
+"""The environment and settings the application runs with in a test: the process's, minus its own variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sms_pipeline import settings as settings_module
+
+
+def provider_variables(base_url: str, timezone: str = "Asia/Kolkata", *, userid: str = "demo",
+                       password: str = "demo") -> dict[str, str]:
+    """The variables that point the application at a provider (a simulator's ``base_url``) and its account."""
+    return {"SMS_PROVIDER_BASE_URL": base_url, "SMS_PROVIDER_USERID": userid, "SMS_PROVIDER_PASSWORD": password,
+            "SMS_PROVIDER_TIMEZONE": timezone}
+
+
+def app_environ(**overrides: str) -> dict[str, str]:
+    """A copy of ``os.environ`` without the application's variables (``SMS_PIPELINE_*``, ``SMS_PROVIDER_*``),
+    plus ``overrides``: what the developer's own shell sets never leaks into a test."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
+    env.update(overrides)
+    return env
+
+
+# Loopback's discard port: a test's settings never reach the real provider unless they name one.
+UNANSWERED_PROVIDER = "http://127.0.0.1:9/unused"
+
+
+def settings_for(db_url: str, home: Path, **overrides: str) -> settings_module.Settings:
+    """Settings pointing at ``db_url``, with ``home`` as the home folder and a provider nobody answers at;
+    ``overrides`` are more variables (or other values for these)."""
+    return settings_module.load(app_environ(**{
+        "SMS_PIPELINE_HOME": str(home), "SMS_PIPELINE_DATABASE_URL": db_url,
+        "SMS_PROVIDER_BASE_URL": UNANSWERED_PROVIDER, **overrides}))
