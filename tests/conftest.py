@@ -1,8 +1,8 @@
 """The test suite's shared fixtures live in ``tests/support`` and load here as plugins.
 
 Every helper and fixture is defined once there; a directory's own
-``conftest.py`` only overrides the small value fixtures (a start time, an
-account, a seed) that make its tests reproducible.
+``conftest.py`` only overrides the small value fixtures (``reproducible``,
+a start time, an account, a seed) that make its tests reproducible.
 """
 
 from __future__ import annotations
