@@ -26,6 +26,11 @@ from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
 from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_reports
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
+from sms_pipeline.orchestration.asset_keys import (
+    DAY_REPORT,
+    INTRADAY_DELIVERY_REPORTS,
+    TRANSACTION_REPORTS,
+)
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
@@ -34,9 +39,6 @@ from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
 
 GROUP = "ingest"
-DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
-TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
-INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
 
 
 

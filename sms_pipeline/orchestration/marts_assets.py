@@ -5,8 +5,11 @@
   partitions ``[first, last]`` hands dbt the window of
   ``windows.marts_window`` (the partitions plus the lookback days) as
   ``--vars``; with ``full_refresh`` it rebuilds every day up to ``last``.
-* ``marts_views``: staging and intermediate views (selector ``marts_views``),
-  unpartitioned: a view holds no days.
+* ``marts_views``: staging and intermediate views (selector ``marts_views``).
+  A view holds no days, but it sits between day-partitioned assets and
+  day-partitioned marts: partitioned alike (the same days, the same policy),
+  a range backfill passes through it to the marts. Building a view is
+  cheap and the same whatever the days.
 * ``["dlr", "provider_summary"]``: the provider's ``/report/summary`` per day
   (groupby=senderid), which the tie-out mart compares with our units.
 
@@ -31,6 +34,7 @@ from sms_pipeline.marts import cost_report
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_cli, dbt_project, prepare_manifest
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
+from sms_pipeline.orchestration.asset_keys import COST_DAILY, PROVIDER_SUMMARY
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
@@ -42,8 +46,6 @@ MARTS_GROUP = "marts"
 # Two dbt runs over the same incremental marts at once could interleave their
 # delete+insert of overlapping windows; dagster.yaml limits every pool to one.
 MARTS_POOL = "sms_pipeline_marts"
-COST_ASSET_KEY = dg.AssetKey(["marts", "cost_daily"])
-PROVIDER_SUMMARY_KEY = dg.AssetKey(["dlr", "provider_summary"])
 FULL_REBUILD_JOB = "marts_full_rebuild"
 
 
@@ -138,7 +140,7 @@ def definitions(settings: Settings) -> dg.Definitions:
                          + (" (full refresh)" if config.full_refresh else ""))
         args = dbt_build_args(dbt_vars(window, tz), full_refresh=config.full_refresh)
         for event in run_dbt(context, dbt, database, args):
-            if isinstance(event, dg.Output) and event.output_name == COST_ASSET_KEY.to_python_identifier():
+            if isinstance(event, dg.Output) and event.output_name == COST_DAILY.to_python_identifier():
                 with database.connect() as conn:
                     totals = cost_report.day_totals(conn, first, last)
                 event = event.with_metadata({**event.metadata, "day_totals": day_totals_metadata(totals)})
@@ -149,6 +151,8 @@ def definitions(settings: Settings) -> dg.Definitions:
         project=project,
         selector="marts_views",
         name="marts_views",
+        partitions_def=partitions,
+        backfill_policy=BACKFILL_POLICY,
         dagster_dbt_translator=translator,
         pool=MARTS_POOL,
     )
@@ -160,7 +164,7 @@ def definitions(settings: Settings) -> dg.Definitions:
         yield from run_dbt(context, dbt, database, args)
 
     @dg.asset(
-        key=PROVIDER_SUMMARY_KEY,
+        key=PROVIDER_SUMMARY,
         **day_asset_options(settings),
         group_name=MARTS_GROUP,
         description="The provider's /report/summary per provider-local day and sender id "

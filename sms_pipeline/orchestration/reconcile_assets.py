@@ -29,6 +29,15 @@ from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.reconcile import health
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.housekeeping import run_upkeep
+from sms_pipeline.orchestration.asset_keys import (
+    DAY_REPORT,
+    INTRADAY_DELIVERY_REPORTS,
+    INTRADAY_RECONCILIATION,
+    RECEIPTS,
+    RECONCILIATION,
+    TRANSACTION_REPORTS,
+    UPKEEP,
+)
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource
@@ -36,13 +45,6 @@ from sms_pipeline.orchestration.schedules import HOURLY_TAGS
 from sms_pipeline.settings import Settings
 
 GROUP = "reconcile"
-DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
-TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
-INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
-RECEIPTS = dg.AssetKey(["dlr", "receipts"])
-RECONCILIATION = dg.AssetKey(["msg", "reconciliation"])
-INTRADAY_RECONCILIATION = dg.AssetKey(["msg", "intraday_reconciliation"])
-UPKEEP = dg.AssetKey(["msg", "upkeep"])
 
 _SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.ERROR}
 
@@ -61,7 +63,9 @@ def definitions(settings: Settings) -> dg.Definitions:
         specs=[
             dg.AssetSpec(
                 RECEIPTS,
-                deps=[DAY_REPORT, TRANSACTION_REPORTS, INTRADAY_DELIVERY_REPORTS],
+                # Not the hourly getDlr pull: its rows of D are used when present,
+                # but an hourly, unpartitioned asset must not gate a day's backfill.
+                deps=[DAY_REPORT, TRANSACTION_REPORTS],
                 kinds=day_asset["kinds"],
                 description=(
                     "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, "

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import shutil
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import dagster as dg
 import pytest
+from dagster._core.execution.asset_backfill import AssetBackfillData
 from dagster_dbt import DbtProject
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.marts.project import DBT_PROJECT_DIR, manifest_is_current, prepare_manifest
-from sms_pipeline.orchestration import marts_assets
+from sms_pipeline.orchestration import asset_keys, marts_assets
 from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_partitions
+from sms_pipeline.definitions import build_definitions
 from sms_pipeline.orchestration.resources import build_resources
+from sms_pipeline.orchestration.schedules import DAILY_SELECTION
 
 MARTS = ["cost_daily", "delivery_latency_daily", "delivery_by_class_daily", "reconciliation_daily",
          "provider_tieout_daily"]
+MARTS_KEYS = [dg.AssetKey(["marts", name]) for name in MARTS]
 
 
 @pytest.fixture(scope="module")
@@ -42,22 +46,45 @@ def test_partitioned_marts_share_the_pipelines_partitions_and_policy(defs, cfg):
     assert all(k.path[0] == "marts" for k in daily.keys)
     assert daily.partitions_def == day_partitions(cfg)
     assert daily.backfill_policy == BACKFILL_POLICY
-    summary = next(a for a in defs.assets if marts_assets.PROVIDER_SUMMARY_KEY in a.keys)
+    summary = next(a for a in defs.assets if asset_keys.PROVIDER_SUMMARY in a.keys)
     assert summary.partitions_def == day_partitions(cfg) and summary.backfill_policy == BACKFILL_POLICY
 
 
-def test_views_are_unpartitioned_and_everything_is_in_the_marts_group(defs):
+def test_views_are_partitioned_alike_and_everything_is_in_the_marts_group(defs, cfg):
+    # Between day-partitioned sources and day-partitioned marts: partitioned alike, so a range passes through.
     views = _assets(defs, "marts_views")
-    assert views.partitions_def is None
+    assert views.partitions_def == day_partitions(cfg) and views.backfill_policy == BACKFILL_POLICY
     assert {k.path[0] for k in views.keys} == {"transform"}
     for assets in (views, _assets(defs, "marts_daily")):
         assert set(assets.group_names_by_key.values()) == {marts_assets.MARTS_GROUP}
 
 
+def test_a_range_backfill_of_the_daily_selection_targets_every_day_asset_for_every_day(cfg):
+    """What the UI's "Materialize... > range > Launch backfill" of the daily selection targets."""
+    defs = build_definitions(cfg)
+    graph = defs.resolve_asset_graph()
+    selected = DAILY_SELECTION.resolve(graph)
+    days = ["2026-11-27", "2026-11-28", "2026-11-29"]
+    backfill = AssetBackfillData.from_asset_partitions(
+        asset_graph=graph, partition_names=days, asset_selection=list(selected),
+        dynamic_partitions_store=None, backfill_start_timestamp=datetime(2026, 12, 1, tzinfo=UTC).timestamp(),
+        all_partitions=False,
+    )
+    targeted = backfill.target_subset.partitions_subsets_by_asset_key
+    partitioned = {key for key in selected if graph.get(key).is_partitioned}
+    assert partitioned == selected  # the daily selection holds day assets only
+    assert {k.to_user_string() for k in MARTS_KEYS} | {"dlr/provider_summary", "dlr/day_report",
+                                                         "msg/reconciliation"} <= {k.to_user_string() for k in selected}
+    missing = {key.to_user_string() for key in partitioned
+               if key not in targeted or set(targeted[key].get_partition_keys()) != set(days)}
+    assert missing == set()
+    assert backfill.target_subset.non_partitioned_asset_keys == set()
+
+
 def test_marts_depend_on_the_reconciliation_and_summary_assets(defs):
     views = _assets(defs, "marts_views")
     deps = views.asset_deps
-    assert marts_assets.PROVIDER_SUMMARY_KEY in deps[dg.AssetKey(["transform", "stg_dlr__provider_summaries"])]
+    assert asset_keys.PROVIDER_SUMMARY in deps[dg.AssetKey(["transform", "stg_dlr__provider_summaries"])]
     assert dg.AssetKey(["msg", "reconciliation"]) in deps[dg.AssetKey(["transform", "stg_msg__outbound_messages"])]
     assert dg.AssetKey(["dlr", "receipts"]) in deps[dg.AssetKey(["transform", "stg_dlr__delivery_receipts"])]
     daily = _assets(defs, "marts_daily")

@@ -17,7 +17,7 @@ from tests.support.databases import scratch_database
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.marts.project import dbt_cli, dbt_project
-from sms_pipeline.orchestration import marts_assets
+from sms_pipeline.orchestration import asset_keys, marts_assets
 from sms_pipeline.orchestration.resources import build_resources
 
 MARTS_TABLES = ("cost_daily", "delivery_latency_daily", "delivery_by_class_daily",
@@ -63,7 +63,7 @@ class Marts:
         return self._materialize(list(self._assets_named("marts_daily").keys), day.isoformat(), config)
 
     def fetch_summary(self, day: date) -> dg.ExecuteInProcessResult:
-        return self._materialize([marts_assets.PROVIDER_SUMMARY_KEY], day.isoformat())
+        return self._materialize([asset_keys.PROVIDER_SUMMARY], day.isoformat())
 
 
 def mart_rows(db_url: str) -> dict[str, list[tuple]]:

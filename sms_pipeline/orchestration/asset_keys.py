@@ -1,0 +1,19 @@
+"""Every Python asset's key, declared once (dbt's come from the dbt project).
+
+The dbt sources map onto these keys by name (``dbt_project/models/staging/__sources.yml``).
+"""
+
+import dagster as dg
+
+# ingest
+DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
+TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
+INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
+# reconcile
+RECEIPTS = dg.AssetKey(["dlr", "receipts"])
+RECONCILIATION = dg.AssetKey(["msg", "reconciliation"])
+INTRADAY_RECONCILIATION = dg.AssetKey(["msg", "intraday_reconciliation"])
+UPKEEP = dg.AssetKey(["msg", "upkeep"])
+# marts
+PROVIDER_SUMMARY = dg.AssetKey(["dlr", "provider_summary"])
+COST_DAILY = dg.AssetKey(["marts", "cost_daily"])
