@@ -166,6 +166,9 @@ class Settings(BaseSettings):
         "SMS_PIPELINE_REPORT_MAX_RETRIES", 5, "retries of a report call on 429, 5xx or time-out")
     report_requests_per_s: PositiveFloat = _setting(
         "SMS_PIPELINE_REPORT_REQUESTS_PER_S", 10.0, "pace of report requests")
+    pool_wait_s: PositiveInt = _setting(
+        "SMS_PIPELINE_POOL_WAIT_S", 600,
+        "seconds materialize waits for a Dagster pool slot held by another live run before it fails")
     provider_base_url: Annotated[str, AfterValidator(_http_url)] = _setting(
         "SMS_PROVIDER_BASE_URL", "https://unify.smsgateway.center/SMSApi", "provider API base URL")
     provider_userid: str = _setting("SMS_PROVIDER_USERID", "demo", "provider account user id")

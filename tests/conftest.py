@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.support.marts",
     "tests.support.reconcile",
     "tests.support.cli",
+    "tests.support.dagster_instance",
 ]
 
 _DB_FIXTURES = {"pg_admin_url", "template_db", "db_url", "second_db_url", "db", "blank_db", "settings"}

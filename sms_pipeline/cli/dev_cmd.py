@@ -2,7 +2,9 @@
 
 Without ``SMS_PROVIDER_BASE_URL`` a provider simulator is started beside the
 UI (real time) and the Dagster processes are pointed at it; with it, the
-configured provider is used. Dagster's storage is the Postgres database
+configured provider is used. The simulator keeps its traffic in the home,
+where ``sms-pipeline demo`` left the demo's (same seed and time zone), so
+the UI's backfills replay the demo's days. Dagster's storage is the Postgres database
 ``SMS_PIPELINE_DAGSTER_DATABASE`` on the same server as the application.
 """
 
@@ -68,6 +70,7 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: f
 
 def dev(args: argparse.Namespace, settings: Settings) -> int:
     from sms_pipeline.db import connection, migrate
+    from sms_pipeline.demo.run import DEMO_SEED, simulator_state_file
     from sms_pipeline.marts.project import dbt_project, prepare_manifest
     from sms_pipeline.orchestration.instance import prepare_dagster_home
 
@@ -89,7 +92,9 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             sim_port = args.simulator_port or _free_port(args.host)
             _require_free(args.host, sim_port, "provider simulator")
             simulator = subprocess.Popen(
-                [sys.executable, "-m", "sms_pipeline.cli", "simulator", "--host", args.host, "--port", str(sim_port)],
+                [sys.executable, "-m", "sms_pipeline.cli", "simulator", "--host", args.host, "--port", str(sim_port),
+                 "--state", str(simulator_state_file(settings).resolve()), "--seed", str(DEMO_SEED),
+                 "--timezone", settings.provider_timezone.key],
                 env=env,
             )
             children.append(simulator)

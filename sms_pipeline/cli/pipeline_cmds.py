@@ -5,14 +5,25 @@ Materialises day partitions in this process through the project's one
 webserver and the schedules), in runs of at most the backfill policy's
 size, recorded in the Dagster instance: ``$DAGSTER_HOME`` when set, else the
 project's Postgres-backed instance (rendered by ``prepare_dagster_home``).
+
+Exit status: 0 when every run succeeded and no asset check of ERROR severity
+failed; 2, with one line naming the run, when a run failed or an ERROR check
+did (every failed check, WARN ones too, is listed first, one line each);
+128+N when stopped by signal N (SIGTERM, SIGINT), the run marked canceled and
+its pool slots freed. Runs of an earlier ``materialize`` on this host whose
+process is gone are marked failed and their slots freed before anything
+runs; a pool held by a live run is waited for, saying which, at most
+``SMS_PIPELINE_POOL_WAIT_S`` (``orchestration/run_guard.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterator
 from datetime import date, timedelta
+from functools import partial
 
 from sms_pipeline.errors import UserError
 from sms_pipeline.settings import Settings
@@ -32,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help='Dagster asset selection, e.g. \'key:"dlr/day_report"\' or "group:ingest" '
         "(default: the daily job's assets)",
     )
+    parser.add_argument(
+        "--allow-shrink",
+        action="store_true",
+        help="let a report replace a stored one with fewer rows or units (refused otherwise: a day report "
+        "only grows); only once a person has checked why it shrank",
+    )
     parser.set_defaults(handler=materialize)
 
 
@@ -48,6 +65,8 @@ def materialize(args: argparse.Namespace, settings: Settings) -> int:
 
     from sms_pipeline.db import connection, migrate
     from sms_pipeline.definitions import build_definitions
+    from sms_pipeline.orchestration import run_guard
+    from sms_pipeline.orchestration.check_results import failed_checks
     from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_partitions
     from sms_pipeline.orchestration.schedules import DAILY_SELECTION, partition_range_tags
 
@@ -74,18 +93,51 @@ def materialize(args: argparse.Namespace, settings: Settings) -> int:
     )
     job = defs.resolve_job_def(job_name)
     instance = _instance(settings)
-    for chunk_first, chunk_last in _chunks(first, last, BACKFILL_POLICY.max_partitions_per_run or 1):
-        result = job.execute_in_process(
-            instance=instance, tags=partition_range_tags(chunk_first, chunk_last), raise_on_error=False
-        )
-        for event in result.get_asset_materialization_events():
-            materialization = event.event_specific_data.materialization
-            print(f"{materialization.asset_key.to_user_string()} {materialization.partition or '-'}: "
-                  f"{_summary(materialization.metadata)}")
-        if not result.success:
-            raise UserError(f"run {result.run_id} ({chunk_first}..{chunk_last}) failed: {_failure(result)}")
-        print(f"run {result.run_id}: {chunk_first}..{chunk_last} done")
+    # Runs of this command that died are failed and their pool slots freed first; each run waits
+    # (visibly, boundedly) for its pools, and SIGTERM/SIGINT end it within seconds (run_guard).
+    try:
+        with run_guard.RunGuard(instance, run_guard.job_pools(job), wait_s=settings.pool_wait_s,
+                                say=_say) as guard:
+            guard.reap()
+            for chunk_first, chunk_last in _chunks(first, last, BACKFILL_POLICY.max_partitions_per_run or 1):
+                guard.wait_for_pools()
+                run_id = run_guard.new_run_id()
+                tags = {**partition_range_tags(chunk_first, chunk_last), **guard.tags()}
+                result = guard.execute(run_id, partial(
+                    job.execute_in_process, instance=instance, run_id=run_id, tags=tags, raise_on_error=False,
+                    run_config=_report_guard_config(args.allow_shrink),
+                ))
+                for event in result.get_asset_materialization_events():
+                    materialization = event.event_specific_data.materialization
+                    print(f"{materialization.asset_key.to_user_string()} {materialization.partition or '-'}: "
+                          f"{_summary(materialization.metadata)}")
+                checks = failed_checks(result.get_asset_check_evaluations())
+                for check in checks:
+                    print(check.line())
+                errors = [check for check in checks if check.is_error]
+                if not result.success:
+                    also = f" ({len(errors)} ERROR check(s) failed too)" if errors else ""
+                    raise UserError(f"run {result.run_id} ({chunk_first}..{chunk_last}) failed: "
+                                    f"{_failure(result)}{also}")
+                if errors:
+                    raise UserError(f"run {result.run_id} ({chunk_first}..{chunk_last}): {len(errors)} ERROR "
+                                    f"check(s) failed: {', '.join(f'{c.asset} {c.name}' for c in errors)}")
+                print(f"run {result.run_id}: {chunk_first}..{chunk_last} done")
+    except run_guard.Stopped as stop:
+        detail = f": {stop.detail}" if stop.detail else ""
+        print(f"sms-pipeline: error: stopped by {stop.name}{detail}", file=sys.stderr, flush=True)
+        return 128 + stop.signum
     return 0
+
+
+def _say(line: str) -> None:
+    """A line about the runs themselves (a wait for a pool, a dead run cleaned up), at once."""
+    print(line, flush=True)
+
+
+def _report_guard_config(allow_shrink: bool) -> dict:
+    """The run config of ``--allow-shrink`` (docs/design.md#report-guards); none without it."""
+    return {"resources": {"report_guard": {"config": {"allow_shrink": True}}}} if allow_shrink else {}
 
 
 def _chunks(first: date, last: date, size: int) -> Iterator[tuple[date, date]]:

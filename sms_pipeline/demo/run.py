@@ -6,6 +6,11 @@ day's traffic is enqueued in waves and sent by the real worker; when a day
 closes, the daily job (the same Definitions the schedules use) ingests,
 reconciles and builds the marts for it; a final run over every day picks up
 receipts that arrived late, across day boundaries.
+
+The simulator's traffic is kept in the home (``simulator_state_file``): the
+demo continues from it and saves it as it goes, and ``sms-pipeline dev``
+serves it (same seed, same time zone), so a backfill in the UI replays the
+demo's days. ``--fresh`` removes it with the databases.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -42,6 +47,12 @@ DEMO_FAULTS = {
     "unmapped_status": 0.003,
 }
 DAILY_TICK = timedelta(hours=2)  # the daily schedule's 02:00 provider-local
+DEMO_SEED = 7  # the simulator's seed; `sms-pipeline dev` serves the saved state with it
+
+
+def simulator_state_file(settings: Settings) -> Path:
+    """Where the simulator's traffic (its ledger) is kept for this home."""
+    return settings.home / "simulator" / "state.jsonl"
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,7 @@ class DemoOptions:
     days: int = 3
     messages_per_day: int = 1200
     fresh: bool = False
-    seed: int = 7
+    seed: int = DEMO_SEED
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ def _has_demo_data(conn: psycopg.Connection) -> bool:
     """True when a finished demo is there; refuses a half-finished one (it cannot be resumed)."""
     if not queries.scalar(conn, "demo_tenants_present", tenants=list(traffic.TENANTS)):
         return False
-    # The simulator of an interrupted run is gone with its ledger; its day reports cannot be had again.
+    # An interrupted run cannot be resumed: its days' traffic would be sent to the simulator twice.
     if not queries.scalar(conn, "demo_marts_built"):
         raise UserError("an earlier demo stopped before it finished; start over with `sms-pipeline demo --fresh`")
     return True
@@ -168,11 +179,14 @@ class _Pipeline:
 def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoResult:
     from sms_pipeline.provider.client import ProviderClient
     from sms_pipeline.simulator.server import run_simulator
+    from sms_pipeline.simulator.statefile import StateFileError
     from sms_pipeline import intake, rates
 
     days = _demo_days(settings, options.days)
+    state_file = simulator_state_file(settings)
     if options.fresh:
         reset_databases(settings)
+        state_file.unlink(missing_ok=True)
     url = connection.app_url(settings)
     with connection.connect_url(url, autocommit=True) as conn:
         migrate.upgrade(conn)
@@ -188,8 +202,14 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
         assert not bad, bad  # the demo's own card is valid by construction
         rates.load_rates(conn, card)
 
-    with run_simulator(clock=clock, seed=options.seed, timezone=tz, faults=DEMO_FAULTS) as sim, \
-            _provider_environment(sim.base_url):
+    with ExitStack() as stack:
+        try:
+            sim = stack.enter_context(run_simulator(clock=clock, seed=options.seed, timezone=tz,
+                                                    faults=DEMO_FAULTS, state_file=state_file))
+        except StateFileError as exc:
+            raise UserError(f"{exc}; remove it, or start over with --fresh") from None
+        stack.enter_context(_provider_environment(sim.base_url))
+        billed_before = sim.state.billed_units()  # traffic of an earlier session in this home (dev)
         cfg = settings.model_copy(update={  # the simulator as provider
             "provider_base_url": sim.base_url, "provider_userid": "demo", "provider_password": SecretStr("demo")})
         (cfg.home / "logs").mkdir(parents=True, exist_ok=True)
@@ -223,7 +243,7 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
             pipeline.daily(days[0], days[-1])
             step("all days: late receipts reconciled")
             result = summary.per_day(conn, days[0], days[-1], tz.key)
-        billed = sim.state.billed_units()
+        billed = sim.state.billed_units() - billed_before
     return DemoResult(result, already_there=False, simulator_billed_units=billed)
 
 

@@ -5,7 +5,9 @@ read, so a corrupt, truncated or non-zip answer raises a ``DayReportError``
 naming the date while nothing has been written. The load itself is one
 transaction: TRUNCATE the day's partition of ``dlr.day_report_rows``, COPY
 the rows, write the checkpoint. A download whose content checksum equals the
-loaded one writes nothing at all.
+loaded one writes nothing at all. A download with fewer rows than the stored
+load is refused and writes nothing (a day report only grows;
+docs/design.md#report-guards), unless the caller passes ``allow_shrink``.
 
 The checksum is taken over the CSV inside the archive, not the archive, so
 the same report zipped again (new member timestamp) is still recognised.
@@ -30,7 +32,7 @@ from psycopg import sql
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.provider_time import InvalidLocalTime
-from sms_pipeline.db import queries
+from sms_pipeline.db import queries, report_guards
 from sms_pipeline.errors import UserError
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
@@ -90,13 +92,17 @@ def load_day_report(
     day: date,
     tz: ZoneInfo,
     clock: Clock,
+    *,
+    allow_shrink: bool = False,
 ) -> DayReportLoad:
     """Download day ``day`` and make ``dlr.day_report_rows`` hold exactly it.
 
     ``conn`` must not be inside a transaction; this function commits its own.
-    Raises ``DayReportError`` (naming the date) for an unusable download and
-    ``DayLoadError`` for a load the database refused, after rolling back:
-    the previous load and its checkpoint stay as they were.
+    Raises ``DayReportError`` (naming the date) for an unusable download,
+    ``ReportShrinkRefused`` for a download with fewer rows than the stored
+    load (unless ``allow_shrink``: a person checked) and ``DayLoadError`` for
+    a load the database refused, after rolling back: the previous load and its
+    checkpoint stay as they were.
     """
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"day-report-{day.isoformat()}-") as tmp:
@@ -115,6 +121,10 @@ def load_day_report(
                     queries.run(conn, "ingest_report_confirm", report_kind=REPORT_KIND, report_date=day,
                                 fetched_at=fetched_at)
                     return _summarise(conn, report, checksum, skipped=True, loaded_at=previous[4], started=started)
+                if allow_shrink:
+                    report_guards.allow_shrink(conn)  # the database's guard too, for this transaction
+                elif previous is not None and report.row_count < previous[1]:
+                    raise _shrink_refused(day, report.row_count, previous[1])
                 rows = _replace_rows(conn, partition, report, tz)
                 loaded_at = clock.now()
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
@@ -128,6 +138,11 @@ def load_day_report(
                 f"day report {day.isoformat()}: load failed and was rolled back, nothing written "
                 f"(SQLSTATE {exc.sqlstate}: {reason})"
             ) from None
+
+
+def _shrink_refused(day: date, rows: int, stored: int) -> report_guards.ReportShrinkRefused:
+    return report_guards.refused(f"day report {day.isoformat()}", report_guards.amount(rows, "row"),
+                                 report_guards.are_stored(stored), "a day report only grows")
 
 
 def content_checksum(report: DayReport) -> str:

@@ -13,7 +13,10 @@ answer identical to the stored one writes nothing; a changed answer replaces
 the transaction's rows; an empty answer ("no report yet") is recorded for a
 transaction that has nothing stored, but never wipes rows an earlier answer
 brought (the provider does not forget receipts; an empty list then is a
-glitch, not news).
+glitch, not news). For the same reason an answer with fewer rows than the
+stored one is refused and writes nothing (docs/design.md#report-guards): the
+pass stores the other answers and then raises ``ReportShrinkRefused``, unless
+the caller passes ``allow_shrink``.
 """
 
 from __future__ import annotations
@@ -34,12 +37,13 @@ import psycopg
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.provider_time import day_bounds
-from sms_pipeline.db import queries
+from sms_pipeline.db import queries, report_guards
 from sms_pipeline.ingest.status_counts import StatusCounts, final_status_spellings
 from sms_pipeline.ingest.times import consistent_done_time
 from sms_pipeline.provider.results import ProviderCallError, TxnReportRow
 
 Stored = Literal["changed", "unchanged", "empty"]
+_RULE = "a by-transaction report only grows"
 
 _COLUMNS = (
     "transaction_id", "row_no", "report_date", "msg_id", "mobile", "sender_name", "status", "cause",
@@ -86,12 +90,15 @@ def fetch_transaction_reports(
     *,
     concurrency: int,
     transaction_ids: Sequence[str] | None = None,
+    allow_shrink: bool = False,
 ) -> TransactionReports:
     """Ask for the report of each open transaction of ``day`` and store the answers.
 
     ``transaction_ids`` defaults to :func:`open_transactions`. A transaction
     whose calls keep failing is listed in ``failed``; the others are stored.
-    ``conn`` must not be inside a transaction.
+    Answers smaller than the stored ones are refused (nothing of theirs is
+    written): once the others are stored, ``ReportShrinkRefused`` names the
+    first and how many. ``conn`` must not be inside a transaction.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -100,6 +107,7 @@ def fetch_transaction_reports(
     outcomes: Counter[Stored] = Counter()
     raw_statuses: Counter[str] = Counter()
     failed: dict[str, str] = {}
+    refused: dict[str, report_guards.ReportShrinkRefused] = {}
     rows_received = 0
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="txn-report") as pool:
         pending: dict[Future[list[TxnReportRow]], str] = {
@@ -116,11 +124,25 @@ def fetch_transaction_reports(
                     continue
                 rows_received += len(answer)
                 raw_statuses.update(row.status for row in answer)
-                outcomes[store_transaction_report(conn, transaction_id, day, answer, tz, clock)] += 1
+                try:
+                    stored = store_transaction_report(conn, transaction_id, day, answer, tz, clock,
+                                                      allow_shrink=allow_shrink)
+                except report_guards.ReportShrinkRefused as exc:
+                    refused[transaction_id] = exc
+                    continue
+                outcomes[stored] += 1
         except BaseException:
             for future in pending:  # a storage error stops the pass: do not keep calling the provider
                 future.cancel()
             raise
+    if refused:
+        first = refused[min(refused)]
+        if len(refused) == 1:
+            raise first
+        raise report_guards.ReportShrinkRefused(
+            f"by-transaction reports {day.isoformat()}: {len(refused)} of {len(ids)} refused, the others are "
+            f"stored; first: {first}"
+        )
     return TransactionReports(
         day=day,
         transactions=len(ids),
@@ -141,14 +163,27 @@ def store_transaction_report(
     answer: Sequence[TxnReportRow],
     tz: ZoneInfo,
     clock: Clock,
+    *,
+    allow_shrink: bool = False,
 ) -> Stored:
-    """Store one answer by the rules in the module docstring; say what happened."""
+    """Store one answer by the rules in the module docstring; say what happened.
+
+    Raises ``ReportShrinkRefused`` (nothing written) for a non-empty answer
+    with fewer rows than the stored one, unless ``allow_shrink``.
+    """
     records = [_record(transaction_id, day, row_no, row, tz) for row_no, row in enumerate(answer, start=1)]
     checksum = _checksum(records)
     with conn.transaction():
         stored = queries.run(conn, "ingest_txn_report_fetch", transaction_id=transaction_id).fetchone()
         if stored is not None and (stored[0] == checksum or (not records and stored[1] > 0)):
             return "empty" if not records else "unchanged"
+        if allow_shrink:
+            report_guards.allow_shrink(conn)  # the database's guard too, for this transaction
+        elif stored is not None and len(records) < stored[1]:
+            raise report_guards.refused(
+                f"by-transaction report {day.isoformat()}, transaction {transaction_id}",
+                report_guards.amount(len(records), "row"), report_guards.are_stored(stored[1]), _RULE,
+            )
         queries.run(conn, "ingest_txn_report_fetch_save", transaction_id=transaction_id, report_date=day,
                     checksum=checksum, rows=len(records), fetched_at=clock.now())
         queries.run(conn, "ingest_txn_report_rows_clear", transaction_id=transaction_id)

@@ -20,6 +20,7 @@ def day_by_day(
     metadata: Metadata | Mapping[dg.AssetKey, Metadata],
     *,
     skippable: tuple[type[BaseException], ...] = (),
+    stops: tuple[type[BaseException], ...] = (),
 ) -> dg.MaterializeResult | tuple[dg.MaterializeResult, ...]:
     """Run ``work`` for each day of the run, in order, each committing on its own.
 
@@ -30,6 +31,9 @@ def day_by_day(
     A day failing with one of ``skippable`` (e.g. a provider-side problem with
     that day's report) does not stop the others; anything else stops the run
     at once (later days depend on earlier ones, or the database is gone).
+    A day failing with one of ``stops`` (a refusal a person must look at,
+    e.g. a report that would shrink) stops the run too, as a ``Failure`` whose
+    description is the error's own line, the days after it left unattempted.
     Either way the days that finished are recorded as materialised before the
     run fails, so a relaunch does not redo them.
     """
@@ -44,6 +48,14 @@ def day_by_day(
                 context.log.error(str(exc))
                 failed[key] = str(exc)
                 continue
+            except stops as exc:
+                context.log.error(str(exc))
+                earlier = f" ({len(failed)} earlier day(s) failed too: {'; '.join(failed.values())})" if failed else ""
+                raise dg.Failure(
+                    description=f"{exc}{earlier}",
+                    metadata={"stopped_at_day": key, "failed_days": sorted({*failed, key}),
+                              "finished_days": sorted(finished)},
+                ) from None
             finished[key] = {asset: describe(result) for asset, describe in per_asset.items()}
             for asset, meta in finished[key].items():
                 context.log.info(f"{asset.to_user_string()} {key}: {_one_line(meta)}")

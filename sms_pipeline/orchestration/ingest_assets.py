@@ -11,7 +11,9 @@ of a run, commit each day on its own, and turn the results into metadata a
 person can read (never recipient numbers or message text). A range run goes
 day by day: a day that fails (e.g. a corrupt zip) is reported and the other
 days still load; the days that finished are recorded as materialised even
-when the run fails.
+when the run fails. A report that would shrink (fewer rows than stored) is
+refused and stops the run there, unless the ``report_guard`` resource allows
+it (docs/design.md#report-guards).
 """
 
 # No `from __future__ import annotations`: Dagster inspects the asset
@@ -22,6 +24,7 @@ from typing import Any
 
 import dagster as dg
 
+from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
 from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_reports
 from sms_pipeline.ingest.status_counts import StatusCounts
@@ -33,7 +36,12 @@ from sms_pipeline.orchestration.asset_keys import (
 )
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
+from sms_pipeline.orchestration.resources import (
+    ClockResource,
+    DatabaseResource,
+    ProviderResource,
+    ReportGuardResource,
+)
 from sms_pipeline.orchestration.schedules import HOURLY_TAGS
 from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
@@ -52,7 +60,8 @@ def definitions(settings: Settings) -> dg.Definitions:
         description=(
             "The provider's zipped day report of day D (every message submitted on D with its latest "
             "status), verified and loaded into dlr.day_report_rows with a checkpoint. An unchanged "
-            "download writes nothing; a corrupt or truncated one fails the day and writes nothing."
+            "download writes nothing; a corrupt or truncated one fails the day and writes nothing; one "
+            "with fewer rows than stored stops the run and writes nothing (unless report_guard allows it)."
         ),
     )
     def day_report(
@@ -60,13 +69,18 @@ def definitions(settings: Settings) -> dg.Definitions:
         database: DatabaseResource,
         provider: ProviderResource,
         clock: ClockResource,
+        report_guard: ReportGuardResource,
     ) -> dg.MaterializeResult:
         tz = settings.provider_timezone
         app_clock = clock.clock()
+        allow_shrink = report_guard.allow_shrink
         with provider.client() as client, database.connect(autocommit=True) as conn:
             return day_by_day(
-                context, lambda day: load_day_report(conn, client, day, tz, app_clock), day_report_metadata,
+                context,
+                lambda day: load_day_report(conn, client, day, tz, app_clock, allow_shrink=allow_shrink),
+                day_report_metadata,
                 skippable=(ProviderCallError,),
+                stops=(ReportShrinkRefused,),  # a person must look: never skipped past
             )
 
     @dg.asset(
@@ -77,7 +91,8 @@ def definitions(settings: Settings) -> dg.Definitions:
         description=(
             "By-transaction reports for the transactions submitted on day D that still have rows "
             "without a final status (and none in the day report), paced and bounded; raw answers in "
-            "dlr.txn_report_rows, replaced per transaction when they change."
+            "dlr.txn_report_rows, replaced per transaction when they change (never by a smaller answer, "
+            "unless report_guard allows it)."
         ),
     )
     def transaction_reports(
@@ -85,12 +100,14 @@ def definitions(settings: Settings) -> dg.Definitions:
         database: DatabaseResource,
         provider: ProviderResource,
         clock: ClockResource,
+        report_guard: ReportGuardResource,
     ) -> dg.MaterializeResult:
         app_clock = clock.clock()
 
         def fetch(day: date) -> TransactionReports:
             result = fetch_transaction_reports(
-                conn, client, day, settings.provider_timezone, app_clock, concurrency=settings.report_concurrency
+                conn, client, day, settings.provider_timezone, app_clock, concurrency=settings.report_concurrency,
+                allow_shrink=report_guard.allow_shrink,
             )
             if result.failed:
                 first_id, reason = next(iter(result.failed.items()))
@@ -101,7 +118,8 @@ def definitions(settings: Settings) -> dg.Definitions:
             return result
 
         with provider.client() as client, database.connect(autocommit=True) as conn:
-            return day_by_day(context, fetch, transaction_reports_metadata, skippable=(ProviderCallError,))
+            return day_by_day(context, fetch, transaction_reports_metadata, skippable=(ProviderCallError,),
+                              stops=(ReportShrinkRefused,))
 
     @dg.asset(
         key=INTRADAY_DELIVERY_REPORTS,

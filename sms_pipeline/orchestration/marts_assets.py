@@ -33,11 +33,13 @@ from pydantic import Field
 from sms_pipeline.marts import cost_report
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_cli, dbt_project, prepare_manifest
+from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
 from sms_pipeline.orchestration.asset_keys import COST_DAILY, PROVIDER_SUMMARY
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
+from sms_pipeline.orchestration.resources import ReportGuardResource
 from sms_pipeline.orchestration.windows import dbt_vars, marts_window
 from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.settings import Settings
@@ -168,14 +170,16 @@ def definitions(settings: Settings) -> dg.Definitions:
         **day_asset_options(settings),
         group_name=MARTS_GROUP,
         description="The provider's /report/summary per provider-local day and sender id "
-                    "(one call per day), for the tie-out of billed units.",
+                    "(one call per day), for the tie-out of billed units. A day with fewer units or "
+                    "sender rows than stored stops the run and writes nothing (unless report_guard allows it).",
     )
     def provider_summary(context: dg.AssetExecutionContext, database: DatabaseResource,
-                         provider: ProviderResource, clock: ClockResource) -> dg.MaterializeResult:
+                         provider: ProviderResource, clock: ClockResource,
+                         report_guard: ReportGuardResource) -> dg.MaterializeResult:
         with provider.client() as client, database.connect() as conn:
             def fetch_and_store(day: date) -> list[SenderSummary]:
                 summary = fetch_day(client, day)
-                store_summary(conn, day, summary, clock.clock().now())
+                store_summary(conn, day, summary, clock.clock().now(), allow_shrink=report_guard.allow_shrink)
                 return summary
 
             return day_by_day(
@@ -183,6 +187,8 @@ def definitions(settings: Settings) -> dg.Definitions:
                 lambda summary: {"sender_rows": len(summary), "provider_units": sum(s.units for s in summary)},
                 # the provider failing one day's summary does not stop the other days
                 skippable=(ProviderCallError, SummaryMismatch),
+                # a summary that would shrink does: a person must look (docs/design.md#report-guards)
+                stops=(ReportShrinkRefused,),
             )
 
     full_rebuild = dg.define_asset_job(

@@ -1,4 +1,4 @@
-"""Dagster resources: database, provider client and clock.
+"""Dagster resources: database, provider client, clock and the report guard.
 
 :func:`build_resources` makes them once, from the one validated settings
 object, and each carries what it uses as its own config: nothing here reads
@@ -91,6 +91,20 @@ class ClockResource(dg.ConfigurableResource):
         return RealClock()
 
 
+class ReportGuardResource(dg.ConfigurableResource):
+    """Whether this run may replace a stored report with a smaller one (docs/design.md#report-guards).
+
+    The one place the ingest assets (day report, by-transaction reports) and
+    the provider summary take that permission from. Off by default: a day
+    that would shrink fails its step. A person who checked turns it on for
+    one run: ``sms-pipeline materialize --allow-shrink``, or the run config
+    ``resources: {report_guard: {config: {allow_shrink: true}}}`` in the
+    launchpad (a configured resource's values are only defaults there).
+    """
+
+    allow_shrink: bool = False
+
+
 def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict[str, dg.ConfigurableResource]:
     """The shared resources, from the one validated settings object.
 
@@ -124,4 +138,5 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
             max_retries=settings.report_max_retries,
         ),
         "clock": ClockResource(),
+        "report_guard": ReportGuardResource(),
     }

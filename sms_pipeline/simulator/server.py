@@ -4,15 +4,21 @@
 on loopback ports and yields their addresses together with the in-process
 state, so tests, the demo and benchmarks can read the ledger and share the
 application's clock. The CLI runs the same thing in the foreground.
+
+With a ``state_file`` the simulator starts from the traffic saved there (if
+the file exists), saves it every ``save_interval_s`` while anything changed,
+and once more when it stops (see statefile.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -26,6 +32,9 @@ from sms_pipeline.simulator.proxy import FaultProxy, listening_socket
 from sms_pipeline.simulator.state import Credentials, SimulatorState
 
 _START_TIMEOUT_S = 15
+SAVE_INTERVAL_S = 2.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,36 @@ class _ServerThread(threading.Thread):
         self.join(timeout=10)
 
 
+class _Autosave(threading.Thread):
+    """Saves the state to its file whenever it changed, at most every ``interval_s``; once more at ``stop``."""
+
+    def __init__(self, state: SimulatorState, path: Path, interval_s: float) -> None:
+        super().__init__(name="sms-simulator-autosave", daemon=True)
+        self._state, self._path, self._interval_s = state, path, interval_s
+        self._stopping = threading.Event()
+        self._saved = state.changes() if path.exists() else None  # a new file is written at once
+
+    def run(self) -> None:
+        while True:
+            try:
+                self._save_if_changed()
+            except (OSError, ValueError) as exc:  # the next round tries again; the message names no content
+                log.warning("simulator state not saved to %s: %s", self._path,
+                            getattr(exc, "strerror", None) or type(exc).__name__)
+            if self._stopping.wait(self._interval_s):
+                return
+
+    def _save_if_changed(self) -> None:
+        if self._state.changes() != self._saved:
+            self._saved = self._state.save(self._path)
+
+    def stop(self) -> None:
+        """Stop saving in the background, then save what changed since (errors are the caller's)."""
+        self._stopping.set()
+        self.join(timeout=60)
+        self._save_if_changed()
+
+
 @contextmanager
 def run_simulator(
     *,
@@ -106,23 +145,35 @@ def run_simulator(
     host: str = "127.0.0.1",
     port: int = 0,
     admin_port: int = 0,
+    state_file: Path | str | None = None,
+    save_interval_s: float = SAVE_INTERVAL_S,
     **state_options: Any,
 ) -> Iterator[RunningSimulator]:
     """Serve a simulator on ``host`` until the block ends (port 0: any free port).
 
     ``clock`` defaults to real time; pass the application's VirtualClock to
     share it. ``state_options`` go to :class:`SimulatorState` (e.g.
-    ``otp_retry_after_s``, ``mobile_patterns``).
+    ``otp_retry_after_s``, ``mobile_patterns``). ``state_file``: start from
+    the traffic saved there when it exists (its seed and time zone must be
+    these; ``statefile.StateFileError`` otherwise) and keep it saved there.
     """
     fault_config = faults if isinstance(faults, FaultConfig) else FaultConfig(faults)
     state = SimulatorState(clock=clock or RealClock(), seed=seed, timezone=timezone,
                            credentials=Credentials(userid, password, api_key), faults=fault_config,
                            **state_options)
+    autosave = None
+    if state_file is not None:
+        state_file = Path(state_file)
+        if state_file.exists():
+            state.restore(state_file)
+        autosave = _Autosave(state, state_file, save_interval_s)
     thread = _ServerThread(state, host, port, admin_port)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S) or thread.error is not None:
         thread.stop()
         raise RuntimeError(f"simulator did not start: {thread.error!r}")
+    if autosave is not None:
+        autosave.start()
     try:
         yield RunningSimulator(
             base_url=f"http://{host}:{thread.proxy_port}{API_PREFIX}",
@@ -132,3 +183,5 @@ def run_simulator(
         )
     finally:
         thread.stop()
+        if autosave is not None:
+            autosave.stop()

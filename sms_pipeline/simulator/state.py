@@ -22,15 +22,16 @@ from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.otp import PLACEHOLDER_OTP
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.core.segments import count_segments
-from sms_pipeline.simulator import generation
-from sms_pipeline.simulator.faults import FaultConfig
+from sms_pipeline.simulator import generation, statefile
+from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CAMPAIGN_SPLIT = 1000  # recipients per transaction of a scheduled campaign [assumed]
@@ -174,6 +175,32 @@ class _Ledger:
     by_transaction: dict[str, list[int]] = field(default_factory=dict)  # txn id -> request indices
 
 
+def _index_request(ledger: _Ledger, tz: ZoneInfo, txn_id: str, campaign: str | None, sender: str, msg_type: str,
+                   text: str, units: int, submitted_ms: int, fingerprint: str, first_row: int) -> None:
+    """Record the request whose recipients are the rows from ``first_row`` on (appended already)."""
+    local = from_epoch_ms(submitted_ms).astimezone(tz)
+    index = len(ledger.requests)
+    ledger.requests.append(
+        BilledRequest(
+            transaction_id=txn_id,
+            campaign_id=campaign,
+            sender=sender,
+            msg_type=msg_type,
+            text=text,
+            units=units,
+            submitted_ms=submitted_ms,
+            fingerprint=fingerprint,
+            first_row=first_row,
+            count=len(ledger.msg_ids) - first_row,
+            local_day=local.date(),
+            afternoon=local.hour >= 12,
+        )
+    )
+    ledger.by_day.setdefault(local.date(), array("I")).append(index)
+    if txn_id != OTP_TRANSACTION_ID:
+        ledger.by_transaction.setdefault(txn_id, []).append(index)
+
+
 class LedgerView(NamedTuple):
     """A consistent snapshot: the ledger object, its sizes and the time of reading."""
 
@@ -206,7 +233,9 @@ class SimulatorState:
         self.report_retention_days = report_retention_days
         self._valid_mobile = re.compile("|".join(f"(?:{p})" for p in mobile_patterns))
         self._lock = threading.RLock()
+        self._save_lock = threading.Lock()  # one writer of a state file at a time
         self.credits: int | None = None  # None: unlimited
+        self._revision = 0  # bumped by every change a state file holds (see ``changes``)
         self._reset_traffic()
 
     def _reset_traffic(self) -> None:
@@ -220,6 +249,12 @@ class SimulatorState:
         """Forget all traffic (ledger, OTP codes, schedules); keep faults, clock and credits."""
         with self._lock:
             self._reset_traffic()
+            self._revision += 1
+
+    def changes(self) -> tuple[int, int | None]:
+        """Differs from an earlier answer once anything a state file holds changed (faults aside)."""
+        with self._lock:
+            return self._revision, self.credits
 
     # ----- time -------------------------------------------------------------
 
@@ -240,6 +275,7 @@ class SimulatorState:
         with self._lock:
             ordinal = self._arrivals.get(fingerprint, 0)
             self._arrivals[fingerprint] = ordinal + 1
+            self._revision += 1
             return ordinal
 
     # ----- sends ------------------------------------------------------------
@@ -306,8 +342,6 @@ class SimulatorState:
         """Bill ``recipients``: one request tuple plus one array slot each (lock held)."""
         ledger = self._ledger
         seed = self.seed
-        submitted = from_epoch_ms(submitted_ms)
-        local = submitted.astimezone(self.timezone)
         repeats: dict[str, int] = {}
         first_row = len(ledger.msg_ids)
         message_ids = generation.MessageIds(seed, fingerprint, arrival, part)
@@ -323,26 +357,9 @@ class SimulatorState:
             ledger.intermediate_ms.append(line.intermediate_ms)
             ledger.final_ms.append(line.final_ms)
             ledger.noise.append(line.noise)
-        index = len(ledger.requests)
-        ledger.requests.append(
-            BilledRequest(
-                transaction_id=txn_id,
-                campaign_id=campaign,
-                sender=request.sender,
-                msg_type=request.msg_type,
-                text=request.text,
-                units=segments,
-                submitted_ms=submitted_ms,
-                fingerprint=fingerprint,
-                first_row=first_row,
-                count=len(recipients),
-                local_day=local.date(),
-                afternoon=local.hour >= 12,
-            )
-        )
-        ledger.by_day.setdefault(local.date(), array("I")).append(index)
-        if txn_id != OTP_TRANSACTION_ID:
-            ledger.by_transaction.setdefault(txn_id, []).append(index)
+        _index_request(ledger, self.timezone, txn_id, campaign, request.sender, request.msg_type, request.text,
+                       segments, submitted_ms, fingerprint, first_row)
+        self._revision += 1
 
     # ----- scheduled sends ------------------------------------------------
 
@@ -367,6 +384,7 @@ class SimulatorState:
             )
             txn_ids.append(txn_id)
         self._campaigns[campaign] = txn_ids
+        self._revision += 1
         return campaign
 
     def _release_due_schedules(self, now_ms: int) -> None:
@@ -381,6 +399,7 @@ class SimulatorState:
                 self._charge(segments * len(sched.recipients))
             except ProviderError:
                 sched.state = "failed"
+                self._revision += 1
                 continue
             self._append(sched.request, sched.recipients, segments, sched.transaction_id, sched.campaign_id,
                          sched.fingerprint, sched.arrival, sched.due_ms, sched.part)
@@ -398,6 +417,7 @@ class SimulatorState:
         if sched is None or sched.state != "scheduled":
             raise ProviderError("404", "No pending schedule with this uuid")
         sched.updated_ms = now_ms
+        self._revision += 1
         return sched
 
     def update_schedule(self, transaction_id: str, due: datetime) -> None:
@@ -446,6 +466,7 @@ class SimulatorState:
             self._append(request, (mobile,), segments, OTP_TRANSACTION_ID, None, fingerprint, arrival, now_ms)
             kind = "retry" if previous is not None and not previous.used and previous.expires_ms > now_ms else "new"
             self._otp[mobile] = _OtpCode(code=code, expires_ms=now_ms + expiry_s * 1000, created_ms=now_ms)
+            self._revision += 1
         return OtpReceipt(mobile, now, self.otp_retry_after_s, kind)
 
     def otp_verify(self, mobile: str, code: str) -> None:
@@ -460,6 +481,7 @@ class SimulatorState:
             if not hmac.compare_digest(entry.code.encode(), (code or "").encode()):
                 raise ProviderError("401", "Invalid OTP")
             entry.used = True
+            self._revision += 1
 
     # ----- reading ----------------------------------------------------------
 
@@ -496,3 +518,189 @@ class SimulatorState:
     def billed_units(self) -> int:
         view = self.view()
         return sum(r.units * r.count for r in view.ledger.requests[: view.request_count])
+
+    # ----- the state file (see statefile.py) ---------------------------------
+
+    def report_faults(self) -> dict[str, float | int]:
+        """The fault settings that shape report contents (not requests): saved with the state."""
+        return {**{name: self.faults.rate(name) for name in ROW_FAULTS},
+                "summary_units_offset": self.faults.parameter("summary_units_offset")}
+
+    def save(self, path: Path | str) -> tuple[int, int | None]:
+        """Write the ledger and all else the answers follow from to ``path``, atomically.
+
+        That is: every billed request with its recipients' msgIds and
+        timelines, the arrival counts (ids of a request sent again stay new),
+        OTP codes, schedules and campaigns, credits, and in the header the
+        seed, the time zone and the report-shaping faults. Request-level
+        faults are not saved. Returns the ``changes()`` value saved.
+        """
+        with self._save_lock:
+            with self._lock:
+                saved = (self._revision, self.credits)
+                ledger, count = self._ledger, len(self._ledger.requests)
+                now_ms = epoch_ms(self.now())
+                arrivals = list(self._arrivals.items())
+                otp = [{"kind": "otp", "mobile": mobile, "code": c.code, "expires_ms": c.expires_ms,
+                        "created_ms": c.created_ms, "used": c.used} for mobile, c in self._otp.items()]
+                schedules = [_schedule_record(sched) for sched in self._schedules.values()]
+                campaigns = [{"kind": "campaign", "campaign_id": campaign, "transaction_ids": list(txns)}
+                             for campaign, txns in self._campaigns.items()]
+            header = statefile.Header(seed=self.seed, timezone=self.timezone.key, saved_at_ms=now_ms,
+                                      credits=saved[1], report_faults=self.report_faults())
+            statefile.write(Path(path), header,
+                            _saved_records(ledger, count, arrivals, [*otp, *schedules, *campaigns]))
+        return saved
+
+    def restore(self, path: Path | str) -> statefile.Header:
+        """Replace all traffic (and credits) with what the file at ``path`` holds.
+
+        Its seed and time zone must be this state's (``StateFileError``
+        otherwise, as for a file this simulator cannot read); nothing changes
+        unless the whole file reads. Faults stay as they are: the caller
+        decides about the header's ``report_faults``.
+        """
+        path = Path(path)
+        header, records = statefile.read(path)
+        if header.seed != self.seed:
+            raise statefile.StateFileError(f"simulator state {path} was saved with seed {header.seed}, not {self.seed}")
+        if header.timezone != self.timezone.key:
+            raise statefile.StateFileError(
+                f"simulator state {path} was saved in time zone {header.timezone}, not {self.timezone.key}")
+        ledger = _Ledger()
+        arrivals: dict[str, int] = {}
+        otp: dict[str, _OtpCode] = {}
+        schedules: dict[str, _Schedule] = {}
+        campaigns: dict[str, list[str]] = {}
+        for number, record in records:
+            kind = record.get("kind")
+            try:
+                if kind == "request":
+                    _restore_request(ledger, self.timezone, record)
+                elif kind == "arrivals":
+                    arrivals.update((_text(fp), _count(n)) for fp, n in record["counts"].items())
+                elif kind == "otp":
+                    otp[_text(record["mobile"])] = _OtpCode(_text(record["code"]), _count(record["expires_ms"]),
+                                                            _count(record["created_ms"]), _flag(record["used"]))
+                elif kind == "schedule":
+                    sched = _restore_schedule(record)
+                    schedules[sched.transaction_id] = sched
+                elif kind == "campaign":
+                    campaigns[_text(record["campaign_id"])] = [_text(t) for t in record["transaction_ids"]]
+                else:
+                    raise ValueError(kind)
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError, IndexError):
+                raise statefile.malformed(path, number, kind) from None
+        with self._lock:
+            self._ledger, self._arrivals, self._otp = ledger, arrivals, otp
+            self._schedules, self._campaigns = schedules, campaigns
+            self.credits = header.credits
+            self._revision += 1
+        return header
+
+    @classmethod
+    def load(cls, path: Path | str, *, clock: Clock, **options: Any) -> SimulatorState:
+        """A state with the seed and time zone of the file at ``path``, holding its traffic.
+
+        ``options`` go to the constructor (credentials, faults, ...); the
+        file's report-shaping faults apply where ``faults`` is not given.
+        """
+        header = statefile.read_header(Path(path))
+        options.setdefault("faults", FaultConfig(header.report_faults))
+        state = cls(clock=clock, seed=header.seed, timezone=header.timezone, **options)
+        state.restore(path)
+        return state
+
+
+# ----- state file records --------------------------------------------------
+
+_ARRIVALS_PER_LINE = 10_000
+
+
+def _saved_records(ledger: _Ledger, count: int, arrivals: list[tuple[str, int]],
+                   others: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The lines after the header: billed requests in billing order, then the rest."""
+    msg_ids, mobiles, final, intermediate = ledger.msg_ids, ledger.mobiles, ledger.final, ledger.intermediate
+    intermediate_ms, final_ms, noise = ledger.intermediate_ms, ledger.final_ms, ledger.noise
+    for req in ledger.requests[:count]:
+        yield {
+            "kind": "request", "transaction_id": req.transaction_id, "campaign_id": req.campaign_id,
+            "sender": req.sender, "msg_type": req.msg_type, "text": req.text, "units": req.units,
+            "submitted_ms": req.submitted_ms, "fingerprint": req.fingerprint,
+            # msgId, mobile, final, intermediate, intermediate_ms, final_ms, noise (generation.Timeline)
+            "rows": [[msg_ids[r], mobiles[r], final[r], intermediate[r], intermediate_ms[r], final_ms[r], noise[r]]
+                     for r in range(req.first_row, req.first_row + req.count)],
+        }
+    for start in range(0, len(arrivals), _ARRIVALS_PER_LINE):
+        yield {"kind": "arrivals", "counts": dict(arrivals[start:start + _ARRIVALS_PER_LINE])}
+    yield from others
+
+
+def _schedule_record(sched: _Schedule) -> dict[str, Any]:
+    request = sched.request
+    return {
+        "kind": "schedule", "transaction_id": sched.transaction_id, "campaign_id": sched.campaign_id,
+        "sender": request.sender, "msg_type": request.msg_type, "text": request.text,
+        "duplicate_check": request.duplicate_check, "test_message": request.test_message,
+        "schedule_ms": None if request.schedule_time is None else epoch_ms(request.schedule_time),
+        "recipients": list(sched.recipients), "fingerprint": sched.fingerprint, "arrival": sched.arrival,
+        "part": sched.part, "created_ms": sched.created_ms, "due_ms": sched.due_ms,
+        "updated_ms": sched.updated_ms, "state": sched.state,
+    }
+
+
+def _restore_request(ledger: _Ledger, tz: ZoneInfo, record: dict[str, Any]) -> None:
+    first_row = len(ledger.msg_ids)
+    rows = record["rows"]
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("a billed request has recipients")
+    for msg_id, mobile, final, intermediate, intermediate_ms, final_ms, noise in rows:
+        if not (0 <= final < len(generation.STATUSES) and 0 <= intermediate < len(generation.STATUSES)):
+            raise ValueError("unknown outcome code")
+        ledger.msg_ids.append(_text(msg_id))
+        ledger.mobiles.append(_text(mobile))
+        ledger.final.append(final)
+        ledger.intermediate.append(intermediate)
+        ledger.intermediate_ms.append(intermediate_ms)
+        ledger.final_ms.append(final_ms)
+        ledger.noise.append(noise)
+    campaign = record["campaign_id"]
+    _index_request(ledger, tz, _text(record["transaction_id"]), None if campaign is None else _text(campaign),
+                   _text(record["sender"]), _text(record["msg_type"]), _text(record["text"]),
+                   _count(record["units"]), _count(record["submitted_ms"]), _text(record["fingerprint"]), first_row)
+
+
+def _restore_schedule(record: dict[str, Any]) -> _Schedule:
+    recipients = tuple(_text(m) for m in record["recipients"])
+    schedule_ms = record["schedule_ms"]
+    updated_ms = record["updated_ms"]
+    state = record["state"]
+    if state not in ("scheduled", "completed", "cancelled", "failed"):
+        raise ValueError("unknown schedule state")
+    request = SendRequest(_text(record["sender"]), _text(record["msg_type"]), _text(record["text"]), recipients,
+                          _flag(record["duplicate_check"]),
+                          None if schedule_ms is None else from_epoch_ms(_count(schedule_ms)),
+                          _flag(record["test_message"]))
+    return _Schedule(request=request, recipients=recipients, fingerprint=_text(record["fingerprint"]),
+                     arrival=_count(record["arrival"]), part=_count(record["part"]),
+                     transaction_id=_text(record["transaction_id"]), campaign_id=_text(record["campaign_id"]),
+                     created_ms=_count(record["created_ms"]), due_ms=_count(record["due_ms"]),
+                     updated_ms=None if updated_ms is None else _count(updated_ms), state=state)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TypeError("expected a non-negative integer")
+    return value
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("expected true or false")
+    return value

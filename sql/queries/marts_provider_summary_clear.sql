@@ -1,5 +1,5 @@
--- Forget the stored provider summary of one day: the fetch marker, and with
--- it (ON DELETE CASCADE) the day's sender rows. Run in the transaction that
--- stores the new fetch.
+-- Forget the stored sender rows of one day's provider summary, in the
+-- transaction that records the new fetch (marts_provider_summary_fetched)
+-- and inserts its rows (marts_provider_summary_row).
 -- Parameters: day.
-DELETE FROM dlr.provider_summary_fetch WHERE day = %(day)s
+DELETE FROM dlr.provider_summary WHERE day = %(day)s

@@ -70,8 +70,10 @@ def materialize(
     *,
     instance: dg.DagsterInstance | None = None,
     raise_on_error: bool = True,
+    run_config: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """Run the project's ingest assets with the project's resources, the clock pinned to ``clock``."""
+    """Run the project's ingest assets with the project's resources, the clock pinned to ``clock``
+    (``run_config`` as a launchpad would give it, e.g. the report guard's)."""
     tags = partition_range_tags(first, last or first) if first is not None else None
     return dg.materialize(
         ingest_assets.definitions(settings).assets,
@@ -80,4 +82,5 @@ def materialize(
         instance=instance or dg.DagsterInstance.ephemeral(),
         tags=tags,
         raise_on_error=raise_on_error,
+        run_config=run_config or {},
     )
