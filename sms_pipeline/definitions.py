@@ -8,6 +8,7 @@ shared resources.
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import dagster as dg
 
@@ -23,9 +24,16 @@ PIPELINE_MODULES: tuple[str, ...] = (
 )
 
 
+# The project pins Dagster: a "beta parameter" note on every load of the code
+# location (webserver, daemon, each run) says nothing to a person.
+PINNED_BETA_NOTE = r"Parameter `backfill_policy` of function .* is currently in beta"
+
+
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     cfg = settings or settings_module.load()
-    parts = [importlib.import_module(name).definitions(cfg) for name in PIPELINE_MODULES]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PINNED_BETA_NOTE)
+        parts = [importlib.import_module(name).definitions(cfg) for name in PIPELINE_MODULES]
     return dg.Definitions.merge(*parts, dg.Definitions(resources=build_resources(cfg)))
 
 

@@ -40,6 +40,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=dev)
 
 
+def simulator_command(settings: Settings, host: str, port: int) -> list[str]:
+    """The simulator ``dev`` starts: on the home's saved traffic, with the demo's seed and the provider's zone.
+
+    Only the traffic and what shapes its reports carry over from the demo
+    (statefile.py); the demo's dropped connections, 5xx and 429s do not.
+    """
+    from sms_pipeline.demo.run import DEMO_SEED, simulator_state_file
+
+    return [sys.executable, "-m", "sms_pipeline.cli", "simulator", "--host", host, "--port", str(port),
+            "--state", str(simulator_state_file(settings).resolve()), "--seed", str(DEMO_SEED),
+            "--timezone", settings.provider_timezone.key]
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -68,9 +81,11 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: f
     raise UserError(f"the provider simulator did not open port {port} within {timeout_s:.0f} s")
 
 
+_SUPERSEDED_NOTE = "ignore:Function `dev_command` is superseded"
+
+
 def dev(args: argparse.Namespace, settings: Settings) -> int:
     from sms_pipeline.db import connection, migrate
-    from sms_pipeline.demo.run import DEMO_SEED, simulator_state_file
     from sms_pipeline.marts.project import dbt_project, prepare_manifest
     from sms_pipeline.orchestration.instance import prepare_dagster_home
 
@@ -82,7 +97,9 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
     workspace.write_text(WORKSPACE, encoding="utf-8")
     prepare_manifest(dbt_project(settings.home))
 
-    env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DO_NOT_TRACK="1")
+    env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DO_NOT_TRACK="1",
+               # `dagster dev` calls itself superseded by `dg dev`, which is not a dependency here.
+               PYTHONWARNINGS=",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), _SUPERSEDED_NOTE))))
     if not settings.database_url:
         # Child processes must use the same embedded server, wherever they start.
         env["SMS_PIPELINE_HOME"] = str(settings.home.resolve())
@@ -91,12 +108,7 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
             sim_port = args.simulator_port or _free_port(args.host)
             _require_free(args.host, sim_port, "provider simulator")
-            simulator = subprocess.Popen(
-                [sys.executable, "-m", "sms_pipeline.cli", "simulator", "--host", args.host, "--port", str(sim_port),
-                 "--state", str(simulator_state_file(settings).resolve()), "--seed", str(DEMO_SEED),
-                 "--timezone", settings.provider_timezone.key],
-                env=env,
-            )
+            simulator = subprocess.Popen(simulator_command(settings, args.host, sim_port), env=env)
             children.append(simulator)
             _wait_for_port(args.host, sim_port, simulator)
             env.update(

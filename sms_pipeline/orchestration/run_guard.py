@@ -64,9 +64,11 @@ UNFINISHED = frozenset({
 ENDED_RUN_GRACE_S = 60
 POLL_S = 1.0
 # After SIGTERM/SIGINT, a run that is not waiting for a slot gets this long to
-# stop by itself (Dagster interrupts the step; dagster-dbt stops dbt) before
-# the guard interrupts the process's main thread.
-STOP_GRACE_S = 20.0
+# stop by itself (Dagster interrupts the step at once; dagster-dbt forwards the
+# interrupt to dbt and waits for it up to DAGSTER_DBT_TERMINATION_TIMEOUT_SECONDS,
+# 25 s) before the guard interrupts the process's main thread. A second signal
+# interrupts it at once.
+STOP_GRACE_S = 30.0
 FORCE_SIGNAL = signal.SIGUSR1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -229,16 +231,16 @@ def reap(instance: dg.DagsterInstance, me: ProcessIdentity, run_ids: Iterable[st
         if run.status in UNFINISHED:
             if not gone:
                 continue
-            message = (f"The process of this run ({identity}) is gone; marked "
-                       f"{'canceled' if run.status == dg.DagsterRunStatus.CANCELING else 'failed'} "
-                       f"by sms-pipeline ({me}).")
-            if run.status == dg.DagsterRunStatus.CANCELING:
+            canceling = run.status == dg.DagsterRunStatus.CANCELING
+            marked = "canceled" if canceling else "failed"
+            message = f"The process of this run ({identity}) is gone; marked {marked} by sms-pipeline ({me})."
+            if canceling:
                 instance.report_run_canceled(run, message)
             else:
                 instance.report_run_failed(run, message)
             _free(instance, run_id)
             done.append(f"run {run_id} ({describe_run(run)}) was {run.status.value} but its process is gone: "
-                        "marked failed, its pool slots freed")
+                        f"marked {marked}, its pool slots freed")
         elif run_id in pooled:
             ended = record.end_time or record.update_timestamp.timestamp()
             if gone or time.time() - ended >= grace:

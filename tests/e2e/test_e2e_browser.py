@@ -77,6 +77,8 @@ def dev_server(db_url: str, pg_admin_url: str, tmp_path: Path):
     )
     try:
         _wait_http(f"http://127.0.0.1:{port}/server_info", process, timeout_s=240)
+        startup = (tmp_path / "dev.log").read_text(encoding="utf-8")
+        assert "Warning" not in startup, startup  # a clean start is quiet: no Beta/Supersession notes
         yield f"http://127.0.0.1:{port}", connection.with_database(pg_admin_url, dagster_db)
     finally:
         os.killpg(process.pid, signal.SIGINT)

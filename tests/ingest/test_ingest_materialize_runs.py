@@ -218,8 +218,8 @@ def test_a_failed_error_check_fails_the_command_and_warn_ones_are_only_listed(cl
     assert warned.out[-1].startswith("run ") and warned.out[-1].endswith(f"{day}..{day} done")
 
     at = now - timedelta(hours=3)
-    insert_messages(db, 4, state="submitted", created_at=at - timedelta(seconds=2), claimed_at=at - timedelta(seconds=1),
-                    submitted_at=at, billable_units=1)
+    insert_messages(db, 4, state="submitted", created_at=at - timedelta(seconds=2),
+                    claimed_at=at - timedelta(seconds=1), submitted_at=at, billable_units=1)
     failed = cli(day, day, 'key:"msg/upkeep"')
     assert failed.finish(120) == 2, failed.output()
     lines = [line for line in failed.out if line.startswith("check failed")]
