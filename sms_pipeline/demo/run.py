@@ -92,6 +92,12 @@ def reset_databases(settings: Settings) -> None:
             queries.run(conn, "drop_database", identifiers={"database": sql.Identifier(name)})
 
 
+def start_over(settings: Settings) -> None:
+    """``--fresh``: drop the databases, then forget the simulator's saved traffic."""
+    reset_databases(settings)
+    simulator_state_file(settings).unlink(missing_ok=True)
+
+
 def _has_demo_data(conn: psycopg.Connection) -> bool:
     """True when a finished demo is there; refuses a half-finished one (it cannot be resumed)."""
     if not queries.scalar(conn, "demo_tenants_present", tenants=list(traffic.TENANTS)):
@@ -183,10 +189,8 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
     from sms_pipeline import intake, rates
 
     days = _demo_days(settings, options.days)
-    state_file = simulator_state_file(settings)
     if options.fresh:
-        reset_databases(settings)
-        state_file.unlink(missing_ok=True)
+        start_over(settings)
     url = connection.app_url(settings)
     with connection.connect_url(url, autocommit=True) as conn:
         migrate.upgrade(conn)
@@ -204,8 +208,8 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
 
     with ExitStack() as stack:
         try:
-            sim = stack.enter_context(run_simulator(clock=clock, seed=options.seed, timezone=tz,
-                                                    faults=DEMO_FAULTS, state_file=state_file))
+            sim = stack.enter_context(run_simulator(clock=clock, seed=options.seed, timezone=tz, faults=DEMO_FAULTS,
+                                                    state_file=simulator_state_file(settings)))
         except StateFileError as exc:
             raise UserError(f"{exc}; remove it, or start over with --fresh") from None
         stack.enter_context(_provider_environment(sim.base_url))

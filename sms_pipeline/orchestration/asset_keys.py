@@ -14,6 +14,7 @@ RECEIPTS = dg.AssetKey(["dlr", "receipts"])
 RECONCILIATION = dg.AssetKey(["msg", "reconciliation"])
 INTRADAY_RECONCILIATION = dg.AssetKey(["msg", "intraday_reconciliation"])
 UPKEEP = dg.AssetKey(["msg", "upkeep"])
+OUTBOUND_QUEUE = dg.AssetKey(["msg", "outbound_queue"])  # observed hourly: the send queue's backlog
 # marts
 PROVIDER_SUMMARY = dg.AssetKey(["dlr", "provider_summary"])
 COST_DAILY = dg.AssetKey(["marts", "cost_daily"])

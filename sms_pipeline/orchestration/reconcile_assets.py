@@ -7,7 +7,12 @@
 - ``msg/intraday_reconciliation`` (unpartitioned, hourly): the same for
   today's getDlr pull, so outcomes (OTP included) are known within the hour.
 - ``msg/upkeep`` (unpartitioned, hourly): validity expiry, the send queue's
-  upkeep, partitions ahead, retention; the health checks hang on it.
+  upkeep, partitions ahead, retention.
+- ``msg/outbound_queue`` (observable, hourly): the send queue's backlog.
+
+The health checks (:mod:`sms_pipeline.reconcile.health`) sit on the asset
+each judges (:data:`CHECK_TARGETS`) and run as one step, one connection
+(:func:`health_checks`): a job runs those of the assets it selects.
 
 The work is in :mod:`sms_pipeline.reconcile`; these assets loop over the
 days of a run in order, commit each day on its own, and report counts a
@@ -17,6 +22,7 @@ person can read (never recipient numbers or message text).
 # No `from __future__ import annotations`: Dagster inspects the asset
 # functions' annotations (context and resource types) at definition time.
 
+import warnings
 from dataclasses import asdict
 from datetime import date
 from typing import Any
@@ -30,9 +36,11 @@ from sms_pipeline.reconcile import health
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.housekeeping import run_upkeep
 from sms_pipeline.orchestration.asset_keys import (
+    COST_DAILY,
     DAY_REPORT,
     INTRADAY_DELIVERY_REPORTS,
     INTRADAY_RECONCILIATION,
+    OUTBOUND_QUEUE,
     RECEIPTS,
     RECONCILIATION,
     TRANSACTION_REPORTS,
@@ -47,6 +55,17 @@ from sms_pipeline.settings import Settings
 GROUP = "reconcile"
 
 _SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.ERROR}
+HEALTH_CHECKS_NAME = "health_checks"
+# Each health reading on the asset it judges.
+CHECK_TARGETS: dict[str, dg.AssetKey] = {
+    "oldest_pending_age": OUTBOUND_QUEUE,
+    "still_pending_ratio": OUTBOUND_QUEUE,
+    "receipts_flowing": RECEIPTS,
+    "orphan_rate": RECEIPTS,
+    "unknown_open": RECONCILIATION,
+    "ambiguous_open": RECONCILIATION,
+    "unpriced_units": COST_DAILY,
+}
 
 
 def definitions(settings: Settings) -> dg.Definitions:
@@ -133,8 +152,7 @@ def definitions(settings: Settings) -> dg.Definitions:
         description=(
             "Hourly upkeep: submitted rows past validity without a final receipt -> expired; stale "
             "claims -> unknown; overdue pending -> expired; partitions created ahead; retention "
-            "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages). "
-            "The health checks run after it."
+            "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages)."
         ),
     )
     def upkeep(database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
@@ -143,33 +161,67 @@ def definitions(settings: Settings) -> dg.Definitions:
                               validity_h=settings.validity_h, provider_timezone=tz)
         return dg.MaterializeResult(metadata=asdict(done))
 
-    thresholds = health.Thresholds(non_submission_grace_h=settings.non_submission_grace_h)
-    checks = [_health_check(name, thresholds) for name in health.READINGS]
-    return dg.Definitions(
-        assets=[receipts_and_reconciliation, intraday_reconciliation, upkeep], asset_checks=checks
+    queue_spec = dg.AssetSpec(
+        OUTBOUND_QUEUE,
+        group_name=GROUP,
+        tags=HOURLY_TAGS,
+        kinds={"postgres"},
+        description=(
+            "The send queue (msg.outbound_message rows not yet handed to the provider), written by intake "
+            "and drained by the send worker; each hourly observation records how much is due and waiting, "
+            "how much a worker holds, and the oldest's age. Its checks judge whether sending keeps up."
+        ),
     )
 
-
-def _health_check(name: str, thresholds: health.Thresholds) -> dg.AssetChecksDefinition:
-    reading_of = health.READINGS[name]
-
-    @dg.asset_check(
-        asset=UPKEEP,
-        name=name,
-        blocking=False,
-        description=(reading_of.__doc__ or name.replace("_", " ")).strip().splitlines()[0],
-    )
-    def check(database: DatabaseResource, clock: ClockResource) -> dg.AssetCheckResult:
+    def observe_queue(database: DatabaseResource, clock: ClockResource):
         with database.connect(autocommit=True) as conn:
-            reading = reading_of(conn, clock.clock().now(), thresholds)
-        return dg.AssetCheckResult(
-            passed=reading.passed,
-            severity=_SEVERITY[reading.severity],
-            description=reading.description,
-            metadata=reading.metadata,
-        )
+            backlog = health.queue_backlog(conn, clock.clock().now(), tz)
+        yield dg.ObserveResult(asset_key=OUTBOUND_QUEUE, metadata=backlog)
 
-    return check
+    with warnings.catch_warnings():
+        # An observation, not a materialisation; the pinned Dagster calls the decorator beta.
+        warnings.filterwarnings("ignore", message=r"Function `multi_observable_source_asset` is currently in beta")
+        outbound_queue = dg.multi_observable_source_asset(name="outbound_queue", specs=[queue_spec])(observe_queue)
+
+    thresholds = health.Thresholds(non_submission_grace_h=settings.non_submission_grace_h, zone=tz)
+    return dg.Definitions(
+        assets=[receipts_and_reconciliation, intraday_reconciliation, upkeep, outbound_queue],
+        asset_checks=[health_checks(thresholds)],
+    )
+
+
+def health_checks(thresholds: health.Thresholds) -> dg.AssetChecksDefinition:
+    """The seven health readings as one op: one connection, one result per selected check."""
+    specs = [
+        dg.AssetCheckSpec(
+            name,
+            asset=CHECK_TARGETS[name],
+            blocking=False,
+            description=(reading_of.__doc__ or name.replace("_", " ")).strip().splitlines()[0],
+        )
+        for name, reading_of in health.READINGS.items()
+    ]
+
+    @dg.multi_asset_check(name=HEALTH_CHECKS_NAME, specs=specs, can_subset=True)
+    def checks(context: dg.AssetCheckExecutionContext, database: DatabaseResource, clock: ClockResource):
+        selected = context.selected_asset_check_keys
+        now = clock.clock().now()
+        with database.connect(autocommit=True) as conn:
+            for name, reading_of in health.READINGS.items():
+                key = dg.AssetCheckKey(CHECK_TARGETS[name], name)
+                if key not in selected:
+                    continue
+                reading = reading_of(conn, now, thresholds)
+                yield dg.AssetCheckResult(
+                    asset_key=key.asset_key,
+                    check_name=name,
+                    passed=reading.passed,
+                    severity=_SEVERITY[reading.severity],
+                    description=reading.description,
+                    metadata=reading.metadata,
+                )
+
+    return checks
 
 
 def receipts_metadata(result: ReconcileResult) -> dict[str, Any]:

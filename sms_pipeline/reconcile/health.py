@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 import psycopg
 
@@ -38,6 +39,30 @@ class Thresholds:
     orphan_window: timedelta = timedelta(hours=24)
     orphan_rate_warn: float = 0.01
     unpriced_window: timedelta = timedelta(days=7)
+    # Times in descriptions and metadata are shown in the provider's zone.
+    zone: ZoneInfo = ZoneInfo("UTC")
+
+
+def duration_text(seconds: float | timedelta) -> str:
+    """A duration as a person reads it: "45 s", "15 min 30 s", "3 h 12 min", "2 d 4 h"."""
+    total = int(seconds.total_seconds() if isinstance(seconds, timedelta) else seconds)
+    if total < 60:
+        return f"{total} s"
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        parts = [(days, "d"), (hours, "h")]
+    elif hours:
+        parts = [(hours, "h"), (minutes, "min")]
+    else:
+        parts = [(minutes, "min"), (secs, "s")]
+    return " ".join(f"{n} {unit}" for n, unit in parts if n) or "0 s"
+
+
+def local_minutes(instant: datetime, zone: ZoneInfo) -> str:
+    """An instant as ISO text to the minute in ``zone`` (e.g. 2026-03-01T14:05+05:30)."""
+    return instant.astimezone(zone).isoformat(timespec="minutes")
 
 
 @dataclass(frozen=True)
@@ -57,9 +82,9 @@ def oldest_pending(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Re
         "oldest_pending_age",
         passed=age <= t.oldest_pending_warn_s,
         severity=severity,
-        description=f"oldest pending/claimed work is {age} s old (warn > {t.oldest_pending_warn_s} s, "
-        f"error > {t.oldest_pending_error_s} s)",
-        metadata={"oldest_pending_age_seconds": age},
+        description=f"oldest pending/claimed work is {duration_text(age)} old "
+        f"(warn > {duration_text(t.oldest_pending_warn_s)}, error > {duration_text(t.oldest_pending_error_s)})",
+        metadata={"oldest_pending_age_seconds": age, "oldest_pending_age": duration_text(age)},
     )
 
 
@@ -75,11 +100,17 @@ def pending_ratio(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Rea
         passed=not failing,
         severity="ERROR",
         description=(
-            f"share of submitted messages (created {t.ratio_window_end} to {t.ratio_window + t.ratio_window_end} ago) "
+            f"share of submitted messages (created {duration_text(t.ratio_window_end)} to "
+            f"{duration_text(t.ratio_window + t.ratio_window_end)} ago) "
             f"still without a final receipt; error above {t.still_pending_ratio_error}"
             + (f": too high for {', '.join(failing)}" if failing else "")
         ),
-        metadata={"still_pending_ratio": ratios, "submitted": submitted},
+        metadata={
+            "still_pending_ratio": ratios,
+            "submitted": submitted,
+            "created_from": local_minutes(until - t.ratio_window, t.zone),
+            "created_until": local_minutes(until, t.zone),
+        },
     )
 
 
@@ -91,20 +122,23 @@ def receipts_flowing(conn: psycopg.Connection, now: datetime, t: Thresholds) -> 
     ).fetchone()
     silent = seconds is None or seconds > t.receipt_silence_error.total_seconds()
     dead = silent and awaiting > 0
+    since = "ever" if seconds is None else duration_text(seconds)
+    lag = duration_text(t.receipt_expected_lag)
     return Reading(
         "receipts_flowing",
         passed=not dead,
         severity="ERROR",
         description=(
-            f"no receipt stored for {'ever' if seconds is None else f'{seconds} s'} while {awaiting} message(s) "
-            f"submitted since wait longer than {t.receipt_expected_lag}: the receipt pipeline is dead"
+            f"no receipt stored for {since} while {awaiting} message(s) "
+            f"submitted since wait longer than {lag}: the receipt pipeline is dead"
             if dead
-            else f"last receipt {'never' if seconds is None else f'{seconds} s ago'}; "
-            f"{awaiting} message(s) submitted since are past the expected lag"
+            else f"last receipt {'never' if seconds is None else f'{since} ago'}; "
+            f"{awaiting} message(s) submitted since are past the expected lag ({lag})"
         ),
         metadata={
-            "seconds_since_last_receipt": -1 if seconds is None else seconds,
-            "last_receipt_at": last_at.isoformat() if last_at else "never",
+            **({} if seconds is None else {"seconds_since_last_receipt": seconds}),
+            "time_since_last_receipt": "never" if seconds is None else duration_text(seconds),
+            "last_receipt_at": local_minutes(last_at, t.zone) if last_at else "never",
             "messages_awaiting_receipt": awaiting,
         },
     )
@@ -119,9 +153,10 @@ def orphan_rate(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Readi
         "orphan_rate",
         passed=float(rate) <= t.orphan_rate_warn,
         severity="WARN",
-        description=f"{orphaned} of {receipts} receipt events stored in the last {t.orphan_window} match no "
-        f"message (warn above {t.orphan_rate_warn:.0%})",
-        metadata={"orphan_rate": float(rate), "orphaned_receipts": orphaned, "receipts": receipts},
+        description=f"{orphaned} of {receipts} receipt events stored in the last {duration_text(t.orphan_window)} "
+        f"match no message (warn above {t.orphan_rate_warn:.0%})",
+        metadata={"orphan_rate": float(rate), "orphaned_receipts": orphaned, "receipts": receipts,
+                  "window": duration_text(t.orphan_window)},
     )
 
 
@@ -140,8 +175,9 @@ def unknown_open(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Read
         passed=row["unknown_stale"] == 0,
         severity="WARN",
         description=f"{row['unknown_open']} unknown row(s) wait for evidence; {row['unknown_stale']} attempted "
-        f"before {stale_before.isoformat()} should have been decided by now",
-        metadata={"unknown_open": row["unknown_open"], "unknown_stale": row["unknown_stale"]},
+        f"before {local_minutes(stale_before, t.zone)} should have been decided by now",
+        metadata={"unknown_open": row["unknown_open"], "unknown_stale": row["unknown_stale"],
+                  "stale_before": local_minutes(stale_before, t.zone)},
     )
 
 
@@ -165,10 +201,23 @@ def unpriced(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
         "unpriced_units",
         passed=units == 0 and rows == 0,
         severity="WARN",
-        description=f"{rows} billed row(s), {units} unit(s), submitted in the last {t.unpriced_window} have no "
-        "rate-card price (cost NULL, never 0)",
-        metadata={"unpriced_rows": rows, "unpriced_units": units},
+        description=f"{rows} billed row(s), {units} unit(s), submitted in the last "
+        f"{duration_text(t.unpriced_window)} have no rate-card price (cost NULL, never 0)",
+        metadata={"unpriced_rows": rows, "unpriced_units": units, "window": duration_text(t.unpriced_window)},
     )
+
+
+def queue_backlog(conn: psycopg.Connection, now: datetime, zone: ZoneInfo) -> dict[str, Any]:
+    """The send queue now: work due and waiting (pending), held by a worker (claimed), and the oldest's age."""
+    pending, claimed, oldest_due_at = queries.run(conn, "outbound_queue_observation", now=now).fetchone()
+    age = 0 if oldest_due_at is None else max(0, int((now - oldest_due_at).total_seconds()))
+    return {
+        "pending": pending,
+        "claimed": claimed,
+        "oldest_due_at": "none waiting" if oldest_due_at is None else local_minutes(oldest_due_at, zone),
+        "oldest_age_seconds": age,
+        "oldest_age": duration_text(age),
+    }
 
 
 READINGS: dict[str, Callable[[psycopg.Connection, datetime, Thresholds], Reading]] = {

@@ -123,10 +123,12 @@ def _line(record: dict[str, Any]) -> str:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
             try:
-                record = json.loads(line)
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise StateFileError(f"simulator state {path}: line {number} is not UTF-8 text") from None
             except json.JSONDecodeError:  # the message could quote the line: say where, not what
                 raise StateFileError(f"simulator state {path}: line {number} is not JSON") from None
             if not isinstance(record, dict):

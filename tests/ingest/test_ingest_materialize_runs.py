@@ -168,7 +168,7 @@ def test_a_stop_signal_ends_materialize_within_seconds_and_leaves_nothing_held(e
             child = cli(day, day, both)
         else:
             # The run's first step holds the pool (the provider answers late) ...
-            sim.faults.update({"slow": 1.0, "slow_delay_s": 4.0 if where == "waiting_inside_its_run" else 60.0})
+            sim.faults.update({"slow": 1.0, "slow_delay_s": 6.0 if where == "waiting_inside_its_run" else 60.0})
             child = cli(day, day, both)
             wait_until(lambda: pool_rows(instance, DATABASE_POOL)[0] or child.process.poll() is not None, 90,
                        "the run to take the pool")
@@ -203,32 +203,34 @@ def test_a_stop_signal_ends_materialize_within_seconds_and_leaves_nothing_held(e
 
 @pytest.mark.slow
 def test_a_failed_error_check_fails_the_command_and_warn_ones_are_only_listed(cli, db):
-    """The health checks of msg/upkeep on crafted rows: a pending row 20 minutes old (WARN), then
-    submitted rows 3 hours old with no receipt at all (ERROR: receipts stopped, still pending)."""
+    """The health checks on crafted rows: a pending row 20 minutes old (WARN on the observed send
+    queue), then submitted rows 3 hours old with no receipt at all (ERROR: receipts stopped on
+    dlr/receipts, still pending on the queue)."""
     now = datetime.now(UTC)
     day = now.date() - timedelta(days=2)
     ensure_partitions(db, now - timedelta(days=1))
     insert_messages(db, 1, state="pending", created_at=now - timedelta(minutes=20))
 
-    warned = cli(day, day, 'key:"msg/upkeep"')
+    warned = cli(day, day, 'key:"msg/outbound_queue"')
     assert warned.finish(120) == 0, warned.output()
-    assert any(line.startswith("check failed (WARN): msg/upkeep oldest_pending_age: oldest pending/claimed work is ")
-               for line in warned.out), warned.output()
+    assert any(line.startswith("check failed (WARN): msg/outbound_queue oldest_pending_age: "
+                               "oldest pending/claimed work is ") for line in warned.out), warned.output()
     assert not any("(ERROR)" in line for line in warned.out)
     assert warned.out[-1].startswith("run ") and warned.out[-1].endswith(f"{day}..{day} done")
 
     at = now - timedelta(hours=3)
     insert_messages(db, 4, state="submitted", created_at=at - timedelta(seconds=2),
                     claimed_at=at - timedelta(seconds=1), submitted_at=at, billable_units=1)
-    failed = cli(day, day, 'key:"msg/upkeep"')
+    failed = cli(day, day, 'key:"msg/outbound_queue" or key:"dlr/receipts" or key:"msg/reconciliation"')
     assert failed.finish(120) == 2, failed.output()
     lines = [line for line in failed.out if line.startswith("check failed")]
-    assert lines[0].startswith("check failed (ERROR): msg/upkeep receipts_flowing: ")
-    assert lines[1].startswith("check failed (ERROR): msg/upkeep still_pending_ratio: ")
-    assert any(line.startswith("check failed (WARN): msg/upkeep oldest_pending_age: ") for line in lines)
+    assert lines[0].startswith("check failed (ERROR): dlr/receipts receipts_flowing: ")
+    assert lines[1].startswith("check failed (ERROR): msg/outbound_queue still_pending_ratio: ")
+    assert any(line.startswith("check failed (WARN): msg/outbound_queue oldest_pending_age: ") for line in lines)
     assert not any(line.startswith("run ") and line.endswith(" done") for line in failed.out)
     final = [line for line in failed.err if line.startswith("sms-pipeline: error:")]
     assert len(final) == 1 and final[0].endswith(
-        "2 ERROR check(s) failed: msg/upkeep receipts_flowing, msg/upkeep still_pending_ratio"), failed.output()
+        "2 ERROR check(s) failed: dlr/receipts receipts_flowing, msg/outbound_queue still_pending_ratio"
+    ), failed.output()
     recipients = [r for (r,) in db.execute("SELECT recipient FROM msg.outbound_message").fetchall()]
     assert not any(recipient in "\n".join(failed.out + failed.err) for recipient in recipients)

@@ -178,11 +178,13 @@ def _saved(tmp_path: Path, start_time: datetime, seed: int = 7) -> Path:
         (lambda lines: [lines[0].replace('"version":1', '"version":2')] + lines[1:],
          "format version 2; this simulator reads 1"),
         (lambda lines: ["{}"] + lines[1:], "not a simulator state file"),
+        (lambda lines: lines[:1] + ['"\udcff"'] + lines[2:], "line 2 is not UTF-8 text"),
     ],
 )
 def test_a_damaged_file_is_refused_in_one_line_without_its_content(tmp_path, start_time, damage, message):
     path = _saved(tmp_path, start_time)
-    path.write_text("\n".join(damage(path.read_text(encoding="utf-8").splitlines())) + "\n", encoding="utf-8")
+    damaged = "\n".join(damage(path.read_text(encoding="utf-8").splitlines())) + "\n"
+    path.write_bytes(damaged.encode("utf-8", "surrogateescape"))  # a lone surrogate escape: a byte that is not UTF-8
     state = SimulatorState(clock=VirtualClock(start_time), seed=7)
     state.credits = 5
 

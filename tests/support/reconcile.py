@@ -169,10 +169,23 @@ class World:
         return result
 
     def run_upkeep(self) -> dg.ExecuteInProcessResult:
+        """The hourly housekeeping asset alone (msg/upkeep: it carries no checks)."""
         defs = reconcile_assets.definitions(self.settings)
         upkeep = [a for a in defs.assets if reconcile_assets.UPKEEP in a.keys]
-        checks = list(defs.asset_checks or [])
-        result = dg.materialize([*upkeep, *checks], resources=self.resources(),
+        result = dg.materialize(upkeep, resources=self.resources(), instance=dg.DagsterInstance.ephemeral())
+        assert result.success
+        return result
+
+    def run_checks(self) -> dg.ExecuteInProcessResult:
+        """Upkeep, then the health checks where they live: the send queue observed with its two checks,
+        and the checks of dlr/receipts, msg/reconciliation and marts/cost_daily run on what is stored
+        (without materialising those assets), all in the one health-check step."""
+        self.run_upkeep()
+        defs = reconcile_assets.definitions(self.settings)
+        check_keys = [dg.AssetCheckKey(asset, name) for name, asset in reconcile_assets.CHECK_TARGETS.items()]
+        selection = dg.AssetSelection.assets(reconcile_assets.OUTBOUND_QUEUE) | dg.AssetSelection.checks(*check_keys)
+        result = dg.materialize([*defs.assets, dg.AssetSpec(reconcile_assets.COST_DAILY), *defs.asset_checks],
+                                selection=selection, resources=self.resources(),
                                 instance=dg.DagsterInstance.ephemeral())
         assert result.success
         return result
