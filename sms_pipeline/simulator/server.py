@@ -106,7 +106,7 @@ class _ServerThread(threading.Thread):
 class _Autosave(threading.Thread):
     """Saves the state to its file whenever it changed, at most every ``interval_s``; once more at ``stop``.
 
-    A big ledger takes a while to write (about 2.5 µs a message): the pause
+    A big ledger takes a while to write (about 2 µs a message): the pause
     after a save is at least four times its duration, so saving never takes
     more than a fifth of the time.
     """

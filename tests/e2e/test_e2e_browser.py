@@ -8,6 +8,7 @@ as a success, and reads the loaded checkpoint back from the database.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -16,6 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -57,12 +60,12 @@ def _wait_http(url: str, process: subprocess.Popen, timeout_s: float) -> None:
 
 
 @pytest.fixture
-def dev_server(db_url: str, pg_admin_url: str, tmp_path: Path):
+def dev_env(db_url: str, pg_admin_url: str, tmp_path: Path):
+    """The environment `sms-pipeline demo` and `sms-pipeline dev` run with: the test's database, a home of its own."""
     if CHROMIUM is None:
         if os.environ.get("CI") == "true":
             pytest.fail("Chromium is required under CI=true (.ci/run installs Debian's chromium)")
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    port = _free_port()
     dagster_db = f"dagster_{uuid.uuid4().hex[:10]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SMS_PIPELINE_", "SMS_PROVIDER_", "DAGSTER_"))}
     env.update(
@@ -70,16 +73,26 @@ def dev_server(db_url: str, pg_admin_url: str, tmp_path: Path):
         SMS_PIPELINE_DATABASE_URL=db_url,
         SMS_PIPELINE_DAGSTER_DATABASE=dagster_db,
     )
-    log = (tmp_path / "dev.log").open("w")
+    try:
+        yield env, connection.with_database(pg_admin_url, dagster_db)
+    finally:
+        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dagster_db}" WITH (FORCE)')
+
+
+@contextmanager
+def _dev(env: dict[str, str], log_path: Path) -> Iterator[str]:
+    port = _free_port()
+    log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
         _wait_http(f"http://127.0.0.1:{port}/server_info", process, timeout_s=240)
-        startup = (tmp_path / "dev.log").read_text(encoding="utf-8")
+        startup = log_path.read_text(encoding="utf-8")
         assert "Warning" not in startup, startup  # a clean start is quiet: no Beta/Supersession notes
-        yield f"http://127.0.0.1:{port}", connection.with_database(pg_admin_url, dagster_db)
+        yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(process.pid, signal.SIGINT)
         try:
@@ -87,8 +100,13 @@ def dev_server(db_url: str, pg_admin_url: str, tmp_path: Path):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
-        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dagster_db}" WITH (FORCE)')
+
+
+@pytest.fixture
+def dev_server(dev_env, tmp_path: Path):
+    env, dagster_url = dev_env
+    with _dev(env, tmp_path / "dev.log") as base:
+        yield base, dagster_url
 
 
 def _dismiss_newsletter(page) -> None:
@@ -152,3 +170,81 @@ def test_materialise_one_day_from_the_ui(dev_server, db_url):
             "SELECT report_date, rows FROM dlr.report_checkpoints WHERE report_kind = %s", (DAY_REPORT_KIND,)
         ).fetchall()
     assert len(checkpoints) == 1, checkpoints
+
+
+_MARTS_CHECKSUMS = " UNION ALL ".join(
+    f"SELECT '{table}', md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM marts.{table} t"
+    for table in ("cost_daily", "delivery_latency_daily", "delivery_by_class_daily", "reconciliation_daily",
+                  "provider_tieout_daily")
+)
+
+
+def _backfill_status(dagster_url: str) -> str | None:
+    with psycopg.connect(dagster_url) as conn:
+        row = conn.execute("SELECT status FROM bulk_actions ORDER BY timestamp DESC LIMIT 1").fetchone()
+    return row[0] if row else None
+
+
+def test_a_range_backfill_from_the_ui_rebuilds_every_day_asset_of_the_demo_days(dev_env, db_url, tmp_path):
+    """A data engineer's first story: after the demo, the daily job's assets over the demo's days, from the UI."""
+    from playwright.sync_api import sync_playwright
+
+    env, dagster_url = dev_env
+    demo = subprocess.run([sys.executable, "-m", "sms_pipeline.cli", "demo", "--days", "2", "--messages-per-day", "80"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    with psycopg.connect(db_url) as conn:
+        days = [d.isoformat() for (d,) in conn.execute(
+            "SELECT report_date FROM dlr.report_checkpoints WHERE report_kind = %s ORDER BY 1", (DAY_REPORT_KIND,))]
+        marts_before = conn.execute(_MARTS_CHECKSUMS).fetchall()
+    assert len(days) == 2, days
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with _dev(env, tmp_path / "dev.log") as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        try:
+            page.goto(f"{base}/locations/sms_pipeline/jobs/daily_reports_job", wait_until="networkidle",
+                      timeout=120_000)
+            page.get_by_role("button", name="Materialize all…").click()
+            dialog = page.get_by_role("dialog").first
+            dialog.wait_for(timeout=60_000)
+            dialog.get_by_placeholder("No matching partitions").fill(f"[{days[0]}...{days[-1]}]")
+            dialog.get_by_placeholder("No matching partitions").press("Enter")
+            page.screenshot(path=str(ARTIFACTS / "backfill-dialog.png"))
+            dialog.get_by_role("button", name="Launch backfill").click()
+            deadline = time.monotonic() + 600
+            status = None
+            while time.monotonic() < deadline:
+                status = _backfill_status(dagster_url)
+                if status in ("COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"):
+                    break
+                time.sleep(3)
+            page.goto(f"{base}/runs/b", wait_until="networkidle", timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "backfills.png"), full_page=True)
+        finally:
+            browser.close()
+    assert status == "COMPLETED_SUCCESS"
+
+    with psycopg.connect(dagster_url) as conn:
+        materialized = dict(conn.execute(
+            "SELECT asset_key, count(DISTINCT partition) FROM event_logs "
+            "WHERE dagster_event_type = 'ASSET_MATERIALIZATION' "
+            "AND run_id IN (SELECT run_id FROM run_tags WHERE key = 'dagster/backfill') GROUP BY 1").fetchall())
+        failed_errors = [
+            event["check_name"] for (raw,) in conn.execute(
+                "SELECT event FROM event_logs WHERE dagster_event_type = 'ASSET_CHECK_EVALUATION' "
+                "AND run_id IN (SELECT run_id FROM run_tags WHERE key = 'dagster/backfill')").fetchall()
+            for event in [json.loads(raw)["dagster_event"]["event_specific_data"]]
+            if not event["success"] and "ERROR" in str(event["severity"])
+        ]
+    # every asset of the daily job (ingest, reconciliation, views, marts, tie-out), for every day
+    expected = {'["dlr", "day_report"]', '["dlr", "transaction_reports"]', '["dlr", "receipts"]',
+                '["msg", "reconciliation"]', '["dlr", "provider_summary"]', '["marts", "cost_daily"]',
+                '["marts", "delivery_latency_daily"]', '["marts", "delivery_by_class_daily"]',
+                '["marts", "reconciliation_daily"]', '["marts", "provider_tieout_daily"]'}
+    assert expected <= set(materialized), sorted(materialized)
+    assert all(count == len(days) for count in materialized.values()), materialized
+    assert failed_errors == []
+    with psycopg.connect(db_url) as conn:
+        assert conn.execute(_MARTS_CHECKSUMS).fetchall() == marts_before  # the replay changed nothing
