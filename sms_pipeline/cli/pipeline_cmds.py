@@ -103,7 +103,7 @@ def materialize(args: argparse.Namespace, settings: Settings) -> int:
                 guard.wait_for_pools()
                 run_id = run_guard.new_run_id()
                 tags = {**partition_range_tags(chunk_first, chunk_last), **guard.tags()}
-                result = guard.execute(run_id, partial(
+                result = guard.watch(run_id, partial(
                     job.execute_in_process, instance=instance, run_id=run_id, tags=tags, raise_on_error=False,
                     run_config=_report_guard_config(args.allow_shrink),
                 ))

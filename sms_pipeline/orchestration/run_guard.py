@@ -393,7 +393,7 @@ class RunGuard:
         if self._watch_instance is not None and self._watch_instance is not self.instance:
             self._watch_instance.dispose()
         if exc_type is not None and issubclass(exc_type, _Forced):
-            # the watcher's interrupt landed just outside execute()
+            # the watcher's interrupt landed just outside watch()
             if self.gave_up:
                 raise PoolWaitExpired(self.gave_up) from None
             raise Stopped(self.stop_signal or signal.SIGINT) from None
@@ -446,7 +446,7 @@ class RunGuard:
 
     # -- around a run
 
-    def execute(self, run_id: str, launch: Callable[[], T]) -> T:
+    def watch(self, run_id: str, launch: Callable[[], T]) -> T:
         """``launch()`` (which runs ``run_id`` in this process), watched.
 
         On the way out, however it ends, the run is settled: marked canceled

@@ -132,10 +132,10 @@ def test_a_wait_inside_a_run_is_said_and_bounded_or_ends_when_the_holder_dies(da
             launch = lambda: job.execute_in_process(instance=dagster_instance, run_id=run_id,  # noqa: E731
                                                     tags=guard.tags(), raise_on_error=False)
             if holder_dies:
-                assert guard.execute(run_id, launch).success
+                assert guard.watch(run_id, launch).success
             else:
                 with pytest.raises(PoolWaitExpired) as expired:
-                    guard.execute(run_id, launch)
+                    guard.watch(run_id, launch)
         elapsed = time.monotonic() - started
 
     run = dagster_instance.get_run_by_id(run_id)
