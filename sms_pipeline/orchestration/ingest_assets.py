@@ -36,6 +36,7 @@ from sms_pipeline.orchestration.asset_keys import (
 )
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
+from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.resources import (
     ClockResource,
     DatabaseResource,
@@ -118,8 +119,12 @@ def definitions(settings: Settings) -> dg.Definitions:
             return result
 
         with provider.client() as client, database.connect(autocommit=True) as conn:
-            return day_by_day(context, fetch, transaction_reports_metadata, skippable=(ProviderCallError,),
-                              stops=(ReportShrinkRefused,))
+            return day_by_day(
+                context, fetch,
+                lambda result: transaction_reports_metadata(
+                    result, stored_rows=table_metadata.txn_report_rows_of_day(conn, result.day)),
+                skippable=(ProviderCallError,), stops=(ReportShrinkRefused,),
+            )
 
     @dg.asset(
         key=INTRADAY_DELIVERY_REPORTS,
@@ -155,7 +160,8 @@ def _statuses(counts: StatusCounts) -> dict[str, Any]:
 
 def day_report_metadata(load: DayReportLoad) -> dict[str, Any]:
     return {
-        "rows": load.rows,
+        **table_metadata.table(table_metadata.DAY_REPORT_ROWS, load.rows),  # the day's rows, loaded or unchanged
+        "rows": load.rows,  # still read by the CLI's one-line summary
         "unchanged": load.skipped_same_checksum,
         "checksum": load.checksum,
         "download_bytes": load.download_bytes,
@@ -168,13 +174,14 @@ def day_report_metadata(load: DayReportLoad) -> dict[str, Any]:
     }
 
 
-def transaction_reports_metadata(result: TransactionReports) -> dict[str, Any]:
+def transaction_reports_metadata(result: TransactionReports, *, stored_rows: int) -> dict[str, Any]:
     return {
+        **table_metadata.table(table_metadata.TXN_REPORT_ROWS, stored_rows),  # the day's rows now stored
         "transactions": result.transactions,
         "replaced": result.changed,  # answers that differed from the stored one
         "identical": result.unchanged,  # answers equal to the stored one: nothing written
         "no_report_yet": result.empty,
-        "rows": result.rows,
+        "answer_rows": result.rows,  # rows in the answers received this run
         **_statuses(result.statuses),
         "duration_s": round(result.duration_s, 3),
     }

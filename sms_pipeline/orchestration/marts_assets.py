@@ -36,6 +36,7 @@ from sms_pipeline.marts.project import dbt_cli, dbt_project, prepare_manifest
 from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
 from sms_pipeline.orchestration.asset_keys import COST_DAILY, PROVIDER_SUMMARY
+from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
@@ -184,7 +185,9 @@ def definitions(settings: Settings) -> dg.Definitions:
 
             return day_by_day(
                 context, fetch_and_store,
-                lambda summary: {"sender_rows": len(summary), "provider_units": sum(s.units for s in summary)},
+                # the day's rows of dlr.provider_summary: one per sender id (replaced as a whole)
+                lambda summary: {**table_metadata.table(table_metadata.PROVIDER_SUMMARY, len(summary)),
+                                 "provider_units": sum(s.units for s in summary)},
                 # the provider failing one day's summary does not stop the other days
                 skippable=(ProviderCallError, SummaryMismatch),
                 # a summary that would shrink does: a person must look (docs/design.md#report-guards)

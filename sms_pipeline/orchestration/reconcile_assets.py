@@ -46,6 +46,7 @@ from sms_pipeline.orchestration.asset_keys import (
     TRANSACTION_REPORTS,
     UPKEEP,
 )
+from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.day_runs import day_by_day
 from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource
@@ -121,7 +122,18 @@ def definitions(settings: Settings) -> dg.Definitions:
             return day_by_day(
                 context,
                 lambda day: reconcile(conn, day, app_clock),
-                {RECEIPTS: receipts_metadata, RECONCILIATION: reconciliation_metadata},
+                {
+                    RECEIPTS: lambda result: {
+                        **table_metadata.table(table_metadata.DELIVERY_RECEIPTS,
+                                               table_metadata.receipts_of_day(conn, result.day, tz)),
+                        **receipts_metadata(result),
+                    },
+                    RECONCILIATION: lambda result: {
+                        **table_metadata.table(table_metadata.OUTBOUND_MESSAGE,
+                                               table_metadata.messages_of_day(conn, result.day, tz)),
+                        **reconciliation_metadata(result),
+                    },
+                },
             )
 
     @dg.asset(

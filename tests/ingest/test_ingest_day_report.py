@@ -55,7 +55,8 @@ def test_one_day_loads_every_message_of_the_day_once(app_settings, clock, sim, c
         "WHERE report_kind = 'day' AND report_date = %s", (day,)
     ).fetchone()
     meta = materializations(result, DAY_REPORT)[day.isoformat()]
-    assert (meta["rows"], meta["checksum"], meta["download_bytes"]) == (65, checksum, size)
+    assert (meta["dagster/row_count"], meta["checksum"], meta["download_bytes"]) == (65, checksum, size)
+    assert meta["dagster/table_name"] == "dlr.day_report_rows"
     assert rows == 65 and size > 0 and loaded_at == clock.now()
     assert meta["unchanged"] is False and meta["duplicates"] == 0 and meta["unmapped_rows"] == 0
     assert sum(meta["statuses"].values()) == 65
@@ -75,7 +76,7 @@ def test_a_range_run_loads_each_day_with_its_own_figures(app_settings, clock, cl
     result = materialize(app_settings, clock, [DAY_REPORT], days[0], days[-1])
 
     meta = materializations(result, DAY_REPORT)
-    assert {day: meta[day.isoformat()]["rows"] for day in days} == dict(zip(days, (3, 5, 0)))
+    assert {day: meta[day.isoformat()]["dagster/row_count"] for day in days} == dict(zip(days, (3, 5, 0)))
     counts = dict(db.execute(
         "SELECT report_date, count(*) FROM dlr.day_report_rows GROUP BY report_date").fetchall())
     assert counts == {days[0]: 3, days[1]: 5}
@@ -92,7 +93,8 @@ def test_the_same_day_twice_writes_nothing_the_second_time(app_settings, clock, 
     both = [DAY_REPORT, TRANSACTION_REPORTS]
     first = materialize(app_settings, clock, both, day)
     fetched = materializations(first, TRANSACTION_REPORTS)[day.isoformat()]
-    assert (fetched["transactions"], fetched["replaced"], fetched["rows"]) == (1, 1, 30)
+    assert (fetched["transactions"], fetched["replaced"], fetched["answer_rows"]) == (1, 1, 30)
+    assert (fetched["dagster/table_name"], fetched["dagster/row_count"]) == ("dlr.txn_report_rows", 30)
     before = {t: snapshot(db, t, o) for t, o in (
         (DAY_ROWS, "report_date, line_no"), (CHECKPOINTS, "report_kind, report_date"),
         ("dlr.txn_report_fetches", "transaction_id"), ("dlr.txn_report_rows", "transaction_id, row_no"))}

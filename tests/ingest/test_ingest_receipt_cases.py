@@ -53,7 +53,7 @@ def test_case_15_unmapped_words_are_kept_raw_and_counted(app_settings, clock, cl
     meta = materializations(result, DAY_REPORT)[day.isoformat()]
     assert meta["unmapped_statuses"] == {"BLACKLST": raw["BLACKLST"], "NCPR": raw["NCPR"]}
     assert meta["unmapped_rows"] == raw["BLACKLST"] + raw["NCPR"]
-    assert meta["rows"] == 120 and sum(meta["statuses"].values()) == 120
+    assert meta["dagster/row_count"] == 120 and sum(meta["statuses"].values()) == 120
     # lower case and trailing spaces are spellings of known words, folded into them
     assert meta["statuses"].get("DELIVRD", 0) == sum(n for w, n in raw.items() if w.strip().upper() == "DELIVRD")
     # the finals hidden behind odd words leave the transaction open: its report is fetched and kept raw
@@ -237,7 +237,7 @@ def test_case_19_a_day_without_traffic_loads_zero_rows(app_settings, clock, db):
     result = materialize(app_settings, clock, [DAY_REPORT], day)
 
     meta = materializations(result, DAY_REPORT)[day.isoformat()]
-    assert (meta["rows"], meta["duplicates"], meta["statuses"], meta["unmapped_rows"]) == (0, 0, {}, 0)
+    assert (meta["dagster/row_count"], meta["duplicates"], meta["statuses"], meta["unmapped_rows"]) == (0, 0, {}, 0)
     assert db.execute("SELECT rows FROM dlr.report_checkpoints WHERE report_date = %s", (day,)).fetchone() == (0,)
 
 

@@ -63,7 +63,7 @@ def test_a_day_report_with_fewer_rows_is_refused_and_loads_only_when_allowed(app
 
     allowed = materialize(app_settings, clock, [DAY_REPORT], day, run_config=ALLOW_SHRINK)
 
-    assert materializations(allowed, DAY_REPORT)[day.isoformat()]["rows"] == 3
+    assert materializations(allowed, DAY_REPORT)[day.isoformat()]["dagster/row_count"] == 3
     assert db.execute("SELECT count(*) FROM dlr.day_report_rows").fetchone() == (3,)
     assert _day_rows(db) == {day: 3}
 
