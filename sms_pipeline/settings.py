@@ -134,8 +134,9 @@ class Settings(BaseSettings):
         "SMS_PIPELINE_TEST_DATABASE_URL", None, "server the test suite clones its databases on; unset = embedded",
         credential=True)
     log_level: Annotated[str, AfterValidator(_log_level)] = _setting("SMS_PIPELINE_LOG_LEVEL", "INFO", "log level")
-    partition_start: IsoDate = _setting(
-        "SMS_PIPELINE_PARTITION_START", date(2026, 1, 1), "first day partition (fixed so partitions stay stable)")
+    partition_start: IsoDate | None = _setting(
+        "SMS_PIPELINE_PARTITION_START", None,
+        "first day partition; unset = the first of the month of the first `db upgrade`, recorded in the database")
     correlation_window_s: PositiveInt = _setting(
         "SMS_PIPELINE_CORRELATION_WINDOW_S", 90, "± seconds for correlation by reconstruction")
     claim_lease_s: PositiveInt = _setting(

@@ -7,7 +7,16 @@ a start time, an account, a seed) that make its tests reproducible.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from tests.support.environment import PARTITION_START
+
+# Before any test module imports the pipeline (sms_pipeline.orchestration reads
+# the first partition day when imported): the test deployment's fixed day, not
+# one read from a database.
+os.environ["SMS_PIPELINE_PARTITION_START"] = PARTITION_START
 
 pytest_plugins = [
     "tests.support.databases",

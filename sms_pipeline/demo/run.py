@@ -29,7 +29,7 @@ from pydantic import SecretStr
 
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import day_bounds
-from sms_pipeline.db import connection, migrate, queries
+from sms_pipeline.db import connection, installation, migrate, queries
 from sms_pipeline.demo import summary, traffic
 from sms_pipeline.errors import UserError
 from sms_pipeline.settings import Settings
@@ -75,7 +75,8 @@ def _demo_days(settings: Settings, count: int) -> list[date]:
         raise UserError("--days must be at least 1")
     today = datetime.now(UTC).astimezone(settings.provider_timezone).date()
     days = [today - timedelta(days=n) for n in range(count, 0, -1)]
-    if days[0] < settings.partition_start:
+    # Unset, the start recorded in the database is lowered to the first day instead (run_demo).
+    if settings.partition_start is not None and days[0] < settings.partition_start:
         raise UserError(f"the demo's first day {days[0]} is before SMS_PIPELINE_PARTITION_START "
                         f"{settings.partition_start}")
     return days
@@ -136,23 +137,18 @@ class _Pipeline:
     marts included, over every demo day.
     """
 
-    DAY_CLOSE_JOB = "demo_day_close"
-
     def __init__(self, settings: Settings, clock: VirtualClock, log_path: Path) -> None:
         import dagster as dg
 
-        from sms_pipeline.definitions import build_definitions
+        from sms_pipeline.definitions import definitions_for
         from sms_pipeline.orchestration.instance import prepare_dagster_home
-        from sms_pipeline.orchestration.schedules import DAILY_JOB
+        from sms_pipeline.orchestration.schedules import DAILY_JOB, DAY_CLOSE_JOB
 
         os.environ.setdefault("DAGSTER_HOME", str(prepare_dagster_home(settings)))
         self._instance = dg.DagsterInstance.get()
-        defs = dg.Definitions.merge(build_definitions(settings), dg.Definitions(jobs=[
-            dg.define_asset_job(self.DAY_CLOSE_JOB, selection=dg.AssetSelection.groups("ingest", "reconcile")
-                                - dg.AssetSelection.tag("sms_pipeline/cadence", "hourly")),
-        ]))
+        defs = definitions_for(settings)
         self._daily = defs.resolve_job_def(DAILY_JOB)
-        self._day_close = defs.resolve_job_def(self.DAY_CLOSE_JOB)
+        self._day_close = defs.resolve_job_def(DAY_CLOSE_JOB)
         self._clock = clock
         self._log_path = log_path
 
@@ -194,6 +190,10 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
     url = connection.app_url(settings)
     with connection.connect_url(url, autocommit=True) as conn:
         migrate.upgrade(conn)
+        if settings.partition_start is None:
+            # The demo's days are partitions, even before the month of the first upgrade
+            # (a demo on the 1st): before the pipeline's modules read the start (_Pipeline).
+            installation.lower_partition_start(conn, days[0])
         if _has_demo_data(conn):
             return DemoResult(summary.per_day(conn, days[0], days[-1], settings.provider_timezone.key),
                               already_there=True, simulator_billed_units=None)

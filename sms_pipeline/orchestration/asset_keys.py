@@ -18,3 +18,7 @@ OUTBOUND_QUEUE = dg.AssetKey(["msg", "outbound_queue"])  # observed hourly: the 
 # marts
 PROVIDER_SUMMARY = dg.AssetKey(["dlr", "provider_summary"])
 COST_DAILY = dg.AssetKey(["marts", "cost_daily"])
+
+# Who answers for an asset (the dbt models name theirs in their yml).
+DATA_ENGINEERING = ["team:data-engineering"]
+FINANCE = ["team:finance"]

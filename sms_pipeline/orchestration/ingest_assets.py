@@ -23,6 +23,7 @@ from datetime import date
 from typing import Any
 
 import dagster as dg
+import psycopg
 
 from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
@@ -30,138 +31,145 @@ from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_re
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
 from sms_pipeline.orchestration.asset_keys import (
+    DATA_ENGINEERING,
     DAY_REPORT,
     INTRADAY_DELIVERY_REPORTS,
     TRANSACTION_REPORTS,
 )
 from sms_pipeline.orchestration.day_runs import day_by_day
-from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
+from sms_pipeline.orchestration.partitions import DATABASE_POOL, DAY_ASSET_OPTIONS
 from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.resources import (
     ClockResource,
     DatabaseResource,
+    PipelineResource,
     ProviderResource,
     ReportGuardResource,
 )
-from sms_pipeline.orchestration.schedules import HOURLY_TAGS
+from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_FRESHNESS, HOURLY_TAGS
 from sms_pipeline.provider.results import ProviderCallError
-from sms_pipeline.settings import Settings
 
 GROUP = "ingest"
 
 
+@dg.asset(
+    key=DAY_REPORT,
+    **DAY_ASSET_OPTIONS,
+    group_name=GROUP,
+    owners=DATA_ENGINEERING,
+    freshness_policy=DAILY_FRESHNESS,
+    description=(
+        "The provider's zipped day report of day D (every message submitted on D with its latest "
+        "status), verified and loaded into dlr.day_report_rows with a checkpoint. An unchanged "
+        "download writes nothing; a corrupt or truncated one fails the day and writes nothing; one "
+        "with fewer rows than stored stops the run and writes nothing (unless report_guard allows it)."
+    ),
+)
+def day_report(
+    context: dg.AssetExecutionContext,
+    database: DatabaseResource,
+    provider: ProviderResource,
+    clock: ClockResource,
+    pipeline: PipelineResource,
+    report_guard: ReportGuardResource,
+) -> dg.MaterializeResult:
+    tz = pipeline.zone
+    app_clock = clock.clock()
+    allow_shrink = report_guard.allow_shrink
+    with provider.client() as client, database.connect(autocommit=True) as conn:
+        return day_by_day(
+            context,
+            lambda day: load_day_report(conn, client, day, tz, app_clock, allow_shrink=allow_shrink),
+            lambda load: day_report_metadata(conn, load),
+            skippable=(ProviderCallError,),
+            stops=(ReportShrinkRefused,),  # a person must look: never skipped past
+        )
 
-def definitions(settings: Settings) -> dg.Definitions:
-    day_asset = day_asset_options(settings)
 
-    @dg.asset(
-        key=DAY_REPORT,
-        **day_asset,
-        group_name=GROUP,
-        description=(
-            "The provider's zipped day report of day D (every message submitted on D with its latest "
-            "status), verified and loaded into dlr.day_report_rows with a checkpoint. An unchanged "
-            "download writes nothing; a corrupt or truncated one fails the day and writes nothing; one "
-            "with fewer rows than stored stops the run and writes nothing (unless report_guard allows it)."
-        ),
-    )
-    def day_report(
-        context: dg.AssetExecutionContext,
-        database: DatabaseResource,
-        provider: ProviderResource,
-        clock: ClockResource,
-        report_guard: ReportGuardResource,
-    ) -> dg.MaterializeResult:
-        tz = settings.provider_timezone
-        app_clock = clock.clock()
-        allow_shrink = report_guard.allow_shrink
-        with provider.client() as client, database.connect(autocommit=True) as conn:
-            return day_by_day(
-                context,
-                lambda day: load_day_report(conn, client, day, tz, app_clock, allow_shrink=allow_shrink),
-                day_report_metadata,
-                skippable=(ProviderCallError,),
-                stops=(ReportShrinkRefused,),  # a person must look: never skipped past
+@dg.asset(
+    key=TRANSACTION_REPORTS,
+    deps=[DAY_REPORT],
+    **DAY_ASSET_OPTIONS,
+    group_name=GROUP,
+    owners=DATA_ENGINEERING,
+    freshness_policy=DAILY_FRESHNESS,
+    description=(
+        "By-transaction reports for the transactions submitted on day D that still have rows "
+        "without a final status (and none in the day report), paced and bounded; raw answers in "
+        "dlr.txn_report_rows, replaced per transaction when they change (never by a smaller answer, "
+        "unless report_guard allows it)."
+    ),
+)
+def transaction_reports(
+    context: dg.AssetExecutionContext,
+    database: DatabaseResource,
+    provider: ProviderResource,
+    clock: ClockResource,
+    pipeline: PipelineResource,
+    report_guard: ReportGuardResource,
+) -> dg.MaterializeResult:
+    app_clock = clock.clock()
+
+    def fetch(day: date) -> TransactionReports:
+        result = fetch_transaction_reports(
+            conn, client, day, pipeline.zone, app_clock, concurrency=pipeline.report_concurrency,
+            allow_shrink=report_guard.allow_shrink,
+        )
+        if result.failed:
+            first_id, reason = next(iter(result.failed.items()))
+            raise ProviderCallError(
+                f"transaction reports {day.isoformat()}: {len(result.failed)} of {result.transactions} "
+                f"kept failing (first: {first_id}: {reason}); the others are stored"
             )
+        return result
 
-    @dg.asset(
-        key=TRANSACTION_REPORTS,
-        deps=[DAY_REPORT],
-        **day_asset,
-        group_name=GROUP,
-        description=(
-            "By-transaction reports for the transactions submitted on day D that still have rows "
-            "without a final status (and none in the day report), paced and bounded; raw answers in "
-            "dlr.txn_report_rows, replaced per transaction when they change (never by a smaller answer, "
-            "unless report_guard allows it)."
-        ),
-    )
-    def transaction_reports(
-        context: dg.AssetExecutionContext,
-        database: DatabaseResource,
-        provider: ProviderResource,
-        clock: ClockResource,
-        report_guard: ReportGuardResource,
-    ) -> dg.MaterializeResult:
-        app_clock = clock.clock()
+    with provider.client() as client, database.connect(autocommit=True) as conn:
+        return day_by_day(
+            context, fetch,
+            lambda result: transaction_reports_metadata(
+                conn, result, stored_rows=table_metadata.txn_report_rows_of_day(conn, result.day)),
+            skippable=(ProviderCallError,), stops=(ReportShrinkRefused,),
+        )
 
-        def fetch(day: date) -> TransactionReports:
-            result = fetch_transaction_reports(
-                conn, client, day, settings.provider_timezone, app_clock, concurrency=settings.report_concurrency,
-                allow_shrink=report_guard.allow_shrink,
-            )
-            if result.failed:
-                first_id, reason = next(iter(result.failed.items()))
-                raise ProviderCallError(
-                    f"transaction reports {day.isoformat()}: {len(result.failed)} of {result.transactions} "
-                    f"kept failing (first: {first_id}: {reason}); the others are stored"
-                )
-            return result
 
-        with provider.client() as client, database.connect(autocommit=True) as conn:
-            return day_by_day(
-                context, fetch,
-                lambda result: transaction_reports_metadata(
-                    result, stored_rows=table_metadata.txn_report_rows_of_day(conn, result.day)),
-                skippable=(ProviderCallError,), stops=(ReportShrinkRefused,),
-            )
+@dg.asset(
+    key=INTRADAY_DELIVERY_REPORTS,
+    pool=DATABASE_POOL,
+    group_name=GROUP,
+    tags=HOURLY_TAGS,
+    owners=DATA_ENGINEERING,
+    freshness_policy=HOURLY_FRESHNESS,
+    kinds={"python", "postgres"},
+    description=(
+        "Today's receipts (provider-local day) through the paged getDlr report, replacing the "
+        "previous pull in dlr.getdlr_rows, so OTP outcomes are known within the hour."
+    ),
+)
+def intraday_delivery_reports(
+    database: DatabaseResource,
+    provider: ProviderResource,
+    clock: ClockResource,
+    pipeline: PipelineResource,
+) -> dg.MaterializeResult:
+    tz = pipeline.zone
+    with provider.client() as client, database.connect(autocommit=True) as conn:
+        result = load_intraday_delivery_reports(conn, client, tz, clock.clock())
+        return dg.MaterializeResult(metadata=intraday_metadata(conn, result))
 
-    @dg.asset(
-        key=INTRADAY_DELIVERY_REPORTS,
-        pool=DATABASE_POOL,
-        group_name=GROUP,
-        tags=HOURLY_TAGS,
-        kinds={"python", "postgres"},
-        description=(
-            "Today's receipts (provider-local day) through the paged getDlr report, replacing the "
-            "previous pull in dlr.getdlr_rows, so OTP outcomes are known within the hour."
-        ),
-    )
-    def intraday_delivery_reports(
-        database: DatabaseResource,
-        provider: ProviderResource,
-        clock: ClockResource,
-    ) -> dg.MaterializeResult:
-        tz = settings.provider_timezone
-        with provider.client() as client, database.connect(autocommit=True) as conn:
-            result = load_intraday_delivery_reports(conn, client, tz, clock.clock())
-        return dg.MaterializeResult(metadata=intraday_metadata(result))
-
-    return dg.Definitions(assets=[day_report, transaction_reports, intraday_delivery_reports])
 
 
 def _statuses(counts: StatusCounts) -> dict[str, Any]:
     return {
-        "statuses": dict(counts.by_word),
-        "unmapped_statuses": dict(counts.unmapped),
+        "statuses": table_metadata.counts(counts.by_word),
+        "unmapped_statuses": table_metadata.counts(counts.unmapped),
         "unmapped_rows": sum(counts.unmapped.values()),
     }
 
 
-def day_report_metadata(load: DayReportLoad) -> dict[str, Any]:
+def day_report_metadata(conn: psycopg.Connection, load: DayReportLoad) -> dict[str, Any]:
     return {
-        **table_metadata.table(table_metadata.DAY_REPORT_ROWS, load.rows),  # the day's rows, loaded or unchanged
-        "rows": load.rows,  # still read by the CLI's one-line summary
+        # the day's rows, loaded or unchanged
+        **table_metadata.table(conn, table_metadata.DAY_REPORT_ROWS, load.rows),
         "unchanged": load.skipped_same_checksum,
         "checksum": load.checksum,
         "download_bytes": load.download_bytes,
@@ -174,9 +182,10 @@ def day_report_metadata(load: DayReportLoad) -> dict[str, Any]:
     }
 
 
-def transaction_reports_metadata(result: TransactionReports, *, stored_rows: int) -> dict[str, Any]:
+def transaction_reports_metadata(conn: psycopg.Connection, result: TransactionReports, *,
+                                 stored_rows: int) -> dict[str, Any]:
     return {
-        **table_metadata.table(table_metadata.TXN_REPORT_ROWS, stored_rows),  # the day's rows now stored
+        **table_metadata.table(conn, table_metadata.TXN_REPORT_ROWS, stored_rows),  # the day's rows now stored
         "transactions": result.transactions,
         "replaced": result.changed,  # answers that differed from the stored one
         "identical": result.unchanged,  # answers equal to the stored one: nothing written
@@ -187,10 +196,10 @@ def transaction_reports_metadata(result: TransactionReports, *, stored_rows: int
     }
 
 
-def intraday_metadata(load: IntradayLoad) -> dict[str, Any]:
+def intraday_metadata(conn: psycopg.Connection, load: IntradayLoad) -> dict[str, Any]:
     return {
         "day": load.day.isoformat(),
-        "rows": load.rows,
+        **table_metadata.table(conn, table_metadata.GETDLR_ROWS, load.rows),  # today's pull
         "unchanged": load.skipped_same_checksum,
         "checksum": load.checksum,
         "duplicates": load.duplicates,

@@ -21,29 +21,35 @@ catching changes older than the lookback.
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, DbtProject, dbt_assets
 from pydantic import Field
 
 from sms_pipeline.marts import cost_report
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
-from sms_pipeline.marts.project import dbt_cli, dbt_project, prepare_manifest
+from sms_pipeline.marts.project import dbt_project, prepare_manifest
 from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
-from sms_pipeline.orchestration.asset_keys import COST_DAILY, PROVIDER_SUMMARY
+from sms_pipeline.orchestration.asset_keys import COST_DAILY, FINANCE, PROVIDER_SUMMARY
 from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.day_runs import day_by_day
-from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_asset_options, day_partitions
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, ProviderResource
-from sms_pipeline.orchestration.resources import ReportGuardResource
+from sms_pipeline.orchestration.location import SETTINGS
+from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, DAY_ASSET_OPTIONS, DAY_PARTITIONS, FIRST_DAY
+from sms_pipeline.orchestration.resources import (
+    ClockResource,
+    DatabaseResource,
+    PipelineResource,
+    ProviderResource,
+    ReportGuardResource,
+)
+from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS
 from sms_pipeline.orchestration.windows import dbt_vars, marts_window
 from sms_pipeline.provider.results import ProviderCallError
-from sms_pipeline.settings import Settings
 
 MARTS_GROUP = "marts"
 # Two dbt runs over the same incremental marts at once could interleave their
@@ -60,10 +66,36 @@ class MartsBuildConfig(dg.Config):
 
 
 class MartsTranslator(DagsterDbtTranslator):
-    """Every dbt asset in the ``marts`` group (the daily job selects by group)."""
+    """Every dbt asset in the ``marts`` group (the daily job selects by group); each dbt test's
+    check described by the test's own ``description`` (what its failure means for a person)."""
 
-    def get_group_name(self, dbt_resource_props: dict[str, Any]) -> str | None:
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         return MARTS_GROUP
+
+    def get_metadata(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, Any]:
+        metadata = dict(super().get_metadata(dbt_resource_props))
+        # The manifest is parsed without a database (named "parse-only"); in the
+        # application database a model is schema.name, as the Python assets name theirs.
+        if dbt_resource_props.get("resource_type") == "model":
+            metadata["dagster/table_name"] = f"{dbt_resource_props['schema']}.{dbt_resource_props['alias']}"
+        return metadata
+
+    def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str,
+                       project: DbtProject | None) -> dg.AssetSpec:
+        spec = super().get_asset_spec(manifest, unique_id, project)
+        # The marts are built by the daily run, like the days they are built from.
+        if manifest["nodes"].get(unique_id, {}).get("resource_type") == "model":
+            return spec.replace_attributes(freshness_policy=DAILY_FRESHNESS)
+        return spec
+
+    def get_asset_check_spec(self, asset_spec: dg.AssetSpec, manifest: Mapping[str, Any], unique_id: str,
+                             project: DbtProject | None) -> dg.AssetCheckSpec | None:
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        # dagster-dbt 0.29 reads a check's description from the test's meta only.
+        description = manifest["nodes"].get(unique_id, {}).get("description")
+        if spec is None or spec.description or not description:
+            return spec
+        return spec._replace(description=description)  # a NamedTuple: its documented copy-with-changes
 
 
 def partition_days(context: dg.AssetExecutionContext) -> tuple[date, date]:
@@ -103,122 +135,133 @@ def day_totals_metadata(totals: list[cost_report.DayTotal]) -> dg.MetadataValue:
     return dg.MetadataValue.table(records=records, schema=schema)
 
 
-def definitions(settings: Settings) -> dg.Definitions:
-    project = dbt_project(settings.home)
-    manifest = prepare_manifest(project)
-    partitions = day_partitions(settings)
-    tz = settings.provider_timezone
-    translator = MartsTranslator(
-        # Two sources share one asset (e.g. outbound_message and orphaned_receipts
-        # are both written by the reconciliation asset).
-        settings=DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True),
-    )
+DBT_PROJECT = dbt_project(SETTINGS.home)
+TRANSLATOR = MartsTranslator(
+    # Two sources share one asset (e.g. outbound_message and orphaned_receipts
+    # are both written by the reconciliation asset).
+    # Code references: the UI links each model to its SQL file.
+    settings=DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True, enable_code_references=True),
+)
 
-    def run_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
-                args: list[str]) -> Iterator[Any]:
-        # Artifacts and logs of one run go to a folder that goes away with it
-        # (dagster-dbt would otherwise keep a few MB per run under target/);
-        # the run's events and dbt's output stay in Dagster's run log.
-        with dbt_environment(dbt_env_for_url(database.dsn())), \
-                tempfile.TemporaryDirectory(prefix="sms-dbt-") as target:
-            yield from dbt.cli(args, context=context, target_path=Path(target)).stream()
 
-    @dbt_assets(
-        manifest=manifest,
-        project=project,
-        selector="daily_marts",
-        name="marts_daily",
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
-        dagster_dbt_translator=translator,
-        pool=MARTS_POOL,
-    )
-    def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt: DbtCliResource,
-                    database: DatabaseResource):
-        first, last = partition_days(context)
-        window = marts_window(first, last, tz, lookback_days=settings.lookback_days,
-                              history_start=settings.partition_start, full_refresh=config.full_refresh)
-        context.log.info(f"dbt window {window.first_day}..{window.last_day} "
-                         f"[{window.start.isoformat()}, {window.end.isoformat()})"
-                         + (" (full refresh)" if config.full_refresh else ""))
-        args = dbt_build_args(dbt_vars(window, tz), full_refresh=config.full_refresh)
-        for event in run_dbt(context, dbt, database, args):
-            if isinstance(event, dg.Output) and event.output_name == COST_DAILY.to_python_identifier():
-                with database.connect() as conn:
-                    totals = cost_report.day_totals(conn, first, last)
-                event = event.with_metadata({**event.metadata, "day_totals": day_totals_metadata(totals)})
-            yield event
+def run_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
+            args: list[str], *, row_counts: bool = False) -> Iterator[Any]:
+    """``dbt`` with the run's arguments; each model's columns (names, types) read back from the
+    database, and with ``row_counts`` its rows (``dagster/row_count``; not for views, which would
+    count whole tables)."""
+    # Artifacts and logs of one run go to a folder that goes away with it
+    # (dagster-dbt would otherwise keep a few MB per run under target/);
+    # the run's events and dbt's output stay in Dagster's run log.
+    with dbt_environment(dbt_env_for_url(database.dsn())), \
+            tempfile.TemporaryDirectory(prefix="sms-dbt-") as target:
+        events = dbt.cli(args, context=context, target_path=Path(target)).stream()
+        if row_counts:
+            events = events.fetch_row_counts()
+        yield from events.fetch_column_metadata()
 
-    @dbt_assets(
-        manifest=manifest,
-        project=project,
-        selector="marts_views",
-        name="marts_views",
-        partitions_def=partitions,
-        backfill_policy=BACKFILL_POLICY,
-        dagster_dbt_translator=translator,
-        pool=MARTS_POOL,
-    )
-    def marts_views(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource):
-        # Views hold no days; the intermediate one only needs the provider zone.
-        # "cautious": a test that also reads a mart (it needs the marts' window)
-        # belongs to the marts run, not to this one.
-        args = [*dbt_build_args({"provider_timezone": tz.key}), "--indirect-selection", "cautious"]
-        yield from run_dbt(context, dbt, database, args)
 
-    @dg.asset(
-        key=PROVIDER_SUMMARY,
-        **day_asset_options(settings),
-        group_name=MARTS_GROUP,
-        description="The provider's /report/summary per provider-local day and sender id "
-                    "(one call per day), for the tie-out of billed units. A day with fewer units or "
-                    "sender rows than stored stops the run and writes nothing (unless report_guard allows it).",
-    )
-    def provider_summary(context: dg.AssetExecutionContext, database: DatabaseResource,
-                         provider: ProviderResource, clock: ClockResource,
-                         report_guard: ReportGuardResource) -> dg.MaterializeResult:
-        with provider.client() as client, database.connect() as conn:
-            def fetch_and_store(day: date) -> list[SenderSummary]:
-                summary = fetch_day(client, day)
-                store_summary(conn, day, summary, clock.clock().now(), allow_shrink=report_guard.allow_shrink)
-                return summary
+@dbt_assets(
+    manifest=prepare_manifest(DBT_PROJECT),
+    project=DBT_PROJECT,
+    selector="daily_marts",
+    name="marts_daily",
+    partitions_def=DAY_PARTITIONS,
+    backfill_policy=BACKFILL_POLICY,
+    dagster_dbt_translator=TRANSLATOR,
+    pool=MARTS_POOL,
+)
+def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt: DbtCliResource,
+                database: DatabaseResource, pipeline: PipelineResource):
+    first, last = partition_days(context)
+    zone = pipeline.zone
+    window = marts_window(first, last, zone, lookback_days=pipeline.lookback_days,
+                          history_start=FIRST_DAY, full_refresh=config.full_refresh)
+    context.log.info(f"dbt window {window.first_day}..{window.last_day} "
+                     f"[{window.start.isoformat()}, {window.end.isoformat()})"
+                     + (" (full refresh)" if config.full_refresh else ""))
+    args = dbt_build_args(dbt_vars(window, zone), full_refresh=config.full_refresh)
+    for event in run_dbt(context, dbt, database, args, row_counts=True):
+        if isinstance(event, dg.Output) and event.output_name == COST_DAILY.to_python_identifier():
+            # Each day's materialisation carries that day's totals, not the run's range.
+            with database.connect() as conn:
+                totals = cost_report.day_totals(conn, first, last)
+            for day in context.partition_keys:
+                of_day = [t for t in totals if t.day.isoformat() == day]
+                context.add_asset_metadata({"day_totals": day_totals_metadata(of_day)},
+                                           asset_key=COST_DAILY, partition_key=day)
+        yield event
 
-            return day_by_day(
-                context, fetch_and_store,
-                # the day's rows of dlr.provider_summary: one per sender id (replaced as a whole)
-                lambda summary: {**table_metadata.table(table_metadata.PROVIDER_SUMMARY, len(summary)),
-                                 "provider_units": sum(s.units for s in summary)},
-                # the provider failing one day's summary does not stop the other days
-                skippable=(ProviderCallError, SummaryMismatch),
-                # a summary that would shrink does: a person must look (docs/design.md#report-guards)
-                stops=(ReportShrinkRefused,),
-            )
 
-    full_rebuild = dg.define_asset_job(
-        FULL_REBUILD_JOB,
-        selection=dg.AssetSelection.assets(marts_views, marts_daily),
-        config={"ops": {"marts_daily": {"config": {"full_refresh": True}}}},
-        description="Rebuild every mart from the first partition up to the run's day.",
-    )
+@dbt_assets(
+    manifest=prepare_manifest(DBT_PROJECT),
+    project=DBT_PROJECT,
+    selector="marts_views",
+    name="marts_views",
+    partitions_def=DAY_PARTITIONS,
+    backfill_policy=BACKFILL_POLICY,
+    dagster_dbt_translator=TRANSLATOR,
+    pool=MARTS_POOL,
+)
+def marts_views(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
+                pipeline: PipelineResource):
+    # Views hold no days; the intermediate one only needs the provider zone.
+    # "cautious": a test that also reads a mart (it needs the marts' window)
+    # belongs to the marts run, not to this one.
+    args = [*dbt_build_args({"provider_timezone": pipeline.provider_timezone}), "--indirect-selection", "cautious"]
+    yield from run_dbt(context, dbt, database, args)
 
-    @dg.schedule(
-        job=full_rebuild,
-        cron_schedule="0 4 * * 0",
-        execution_timezone=tz.key,
-        name="marts_weekly_full_rebuild",
-        description="Sundays 04:00 provider time: rebuild the marts from scratch, catching changes "
-                    "older than the lookback window.",
-    )
-    def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):
-        with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):
-            key = partitions.get_last_partition_key()
-        if key is None:
-            return dg.SkipReason("no day partition has closed yet")
-        return dg.RunRequest(run_key=f"{FULL_REBUILD_JOB}-{key}", partition_key=key)
 
-    return dg.Definitions(
-        assets=[marts_views, marts_daily, provider_summary],
-        jobs=[full_rebuild],
-        schedules=[weekly_full_rebuild],
-        resources={"dbt": dbt_cli(project)},
-    )
+@dg.asset(
+    key=PROVIDER_SUMMARY,
+    **DAY_ASSET_OPTIONS,
+    group_name=MARTS_GROUP,
+    owners=FINANCE,
+    freshness_policy=DAILY_FRESHNESS,
+    description="The provider's /report/summary per provider-local day and sender id "
+                "(one call per day), for the tie-out of billed units. A day with fewer units or "
+                "sender rows than stored stops the run and writes nothing (unless report_guard allows it).",
+)
+def provider_summary(context: dg.AssetExecutionContext, database: DatabaseResource,
+                     provider: ProviderResource, clock: ClockResource,
+                     report_guard: ReportGuardResource) -> dg.MaterializeResult:
+    with provider.client() as client, database.connect() as conn:
+        def fetch_and_store(day: date) -> list[SenderSummary]:
+            summary = fetch_day(client, day)
+            store_summary(conn, day, summary, clock.clock().now(), allow_shrink=report_guard.allow_shrink)
+            return summary
+
+        return day_by_day(
+            context, fetch_and_store,
+            # the day's rows of dlr.provider_summary: one per sender id (replaced as a whole)
+            lambda summary: {**table_metadata.table(conn, table_metadata.PROVIDER_SUMMARY, len(summary)),
+                             "provider_units": sum(s.units for s in summary)},
+            # the provider failing one day's summary does not stop the other days
+            skippable=(ProviderCallError, SummaryMismatch),
+            # a summary that would shrink does: a person must look (docs/design.md#report-guards)
+            stops=(ReportShrinkRefused,),
+        )
+
+
+full_rebuild_job = dg.define_asset_job(
+    FULL_REBUILD_JOB,
+    selection=dg.AssetSelection.assets(marts_views, marts_daily),
+    config={"ops": {"marts_daily": {"config": {"full_refresh": True}}}},
+    description="Rebuild every mart from the first partition up to the run's day.",
+)
+
+
+@dg.schedule(
+    job=full_rebuild_job,
+    cron_schedule="0 4 * * 0",
+    execution_timezone=SETTINGS.provider_timezone.key,
+    name="marts_weekly_full_rebuild",
+    description="Sundays 04:00 provider time: rebuild the marts from scratch, catching changes "
+                "older than the lookback window.",
+)
+def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):
+    with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):
+        key = DAY_PARTITIONS.get_last_partition_key()
+    if key is None:
+        return dg.SkipReason("no day partition has closed yet")
+    return dg.RunRequest(run_key=f"{FULL_REBUILD_JOB}-{key}", partition_key=key)
+

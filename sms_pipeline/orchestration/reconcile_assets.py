@@ -22,7 +22,6 @@ person can read (never recipient numbers or message text).
 # No `from __future__ import annotations`: Dagster inspects the asset
 # functions' annotations (context and resource types) at definition time.
 
-import warnings
 from dataclasses import asdict
 from datetime import date
 from typing import Any
@@ -37,6 +36,7 @@ from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.housekeeping import run_upkeep
 from sms_pipeline.orchestration.asset_keys import (
     COST_DAILY,
+    DATA_ENGINEERING,
     DAY_REPORT,
     INTRADAY_DELIVERY_REPORTS,
     INTRADAY_RECONCILIATION,
@@ -48,10 +48,15 @@ from sms_pipeline.orchestration.asset_keys import (
 )
 from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.day_runs import day_by_day
-from sms_pipeline.orchestration.partitions import DATABASE_POOL, day_asset_options
-from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource
-from sms_pipeline.orchestration.schedules import HOURLY_TAGS
-from sms_pipeline.settings import Settings
+from sms_pipeline.orchestration.partitions import (
+    BACKFILL_POLICY,
+    DATABASE_POOL,
+    DAY_ASSET_OPTIONS,
+    DAY_PARTITIONS,
+    FIRST_DAY,
+)
+from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, PipelineResource
+from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_FRESHNESS, HOURLY_TAGS
 
 GROUP = "reconcile"
 
@@ -69,142 +74,147 @@ CHECK_TARGETS: dict[str, dg.AssetKey] = {
 }
 
 
-def definitions(settings: Settings) -> dg.Definitions:
-    day_asset = day_asset_options(settings)
-    tz = settings.provider_timezone
+def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock, pipeline: PipelineResource) -> ReconcileResult:
+    return reconcile_day(
+        conn, day, app_clock, provider_timezone=pipeline.zone, correlation_window_s=pipeline.correlation_window_s,
+        non_submission_grace_h=pipeline.non_submission_grace_h, partition_start=FIRST_DAY,
+    )
 
-    def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock) -> ReconcileResult:
-        return reconcile_day(
-            conn, day, app_clock, provider_timezone=tz, correlation_window_s=settings.correlation_window_s,
-            non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            RECEIPTS,
+            # Not the hourly getDlr pull: its rows of D are used when present,
+            # but an hourly, unpartitioned asset must not gate a day's backfill.
+            deps=[DAY_REPORT, TRANSACTION_REPORTS],
+            kinds=DAY_ASSET_OPTIONS["kinds"],
+            owners=DATA_ENGINEERING,
+            freshness_policy=DAILY_FRESHNESS,
+            description=(
+                "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, "
+                "one row per (msgId, status word) in dlr.delivery_receipts, each stored once with its "
+                "correlation and disposition. Replays are no-ops; unmapped status words are kept and counted."
+            ),
+        ),
+        dg.AssetSpec(
+            RECONCILIATION,
+            deps=[RECEIPTS],
+            kinds=DAY_ASSET_OPTIONS["kinds"],
+            owners=DATA_ENGINEERING,
+            freshness_policy=DAILY_FRESHNESS,
+            description=(
+                "Messages of day D reconciled with the receipts: three correlation passes (msgId; "
+                "transaction + recipient; reconstruction within the window), forward-only state moves, "
+                "orphans opened and resolved, and the proof of non-submission once D's complete report is in."
+            ),
+        ),
+    ],
+    name="receipts_and_reconciliation",
+    partitions_def=DAY_PARTITIONS,
+    backfill_policy=BACKFILL_POLICY,
+    pool=DATABASE_POOL,
+    group_name=GROUP,
+)
+def receipts_and_reconciliation(
+    context: dg.AssetExecutionContext,
+    database: DatabaseResource,
+    clock: ClockResource,
+    pipeline: PipelineResource,
+):
+    # One transaction per day for both assets: the day's receipt events
+    # are stored only once correlated and decided (see reconcile.run).
+    app_clock = clock.clock()
+    with database.connect(autocommit=True) as conn:
+        return day_by_day(
+            context,
+            lambda day: reconcile(conn, day, app_clock, pipeline),
+            {
+                RECEIPTS: lambda result: {
+                    **table_metadata.table(conn, table_metadata.DELIVERY_RECEIPTS,
+                                           table_metadata.receipts_of_day(conn, result.day, pipeline.zone)),
+                    **receipts_metadata(result),
+                },
+                RECONCILIATION: lambda result: {
+                    **table_metadata.table(conn, table_metadata.OUTBOUND_MESSAGE,
+                                           table_metadata.messages_of_day(conn, result.day, pipeline.zone)),
+                    **reconciliation_metadata(result),
+                },
+            },
         )
 
-    @dg.multi_asset(
-        specs=[
-            dg.AssetSpec(
-                RECEIPTS,
-                # Not the hourly getDlr pull: its rows of D are used when present,
-                # but an hourly, unpartitioned asset must not gate a day's backfill.
-                deps=[DAY_REPORT, TRANSACTION_REPORTS],
-                kinds=day_asset["kinds"],
-                description=(
-                    "Receipt events of day D: the day report, by-transaction reports and getDlr rows of D, "
-                    "one row per (msgId, status word) in dlr.delivery_receipts, each stored once with its "
-                    "correlation and disposition. Replays are no-ops; unmapped status words are kept and counted."
-                ),
-            ),
-            dg.AssetSpec(
-                RECONCILIATION,
-                deps=[RECEIPTS],
-                kinds=day_asset["kinds"],
-                description=(
-                    "Messages of day D reconciled with the receipts: three correlation passes (msgId; "
-                    "transaction + recipient; reconstruction within the window), forward-only state moves, "
-                    "orphans opened and resolved, and the proof of non-submission once D's complete report is in."
-                ),
-            ),
-        ],
-        name="receipts_and_reconciliation",
-        partitions_def=day_asset["partitions_def"],
-        backfill_policy=day_asset["backfill_policy"],
-        pool=day_asset["pool"],
-        group_name=GROUP,
-    )
-    def receipts_and_reconciliation(
-        context: dg.AssetExecutionContext,
-        database: DatabaseResource,
-        clock: ClockResource,
-    ):
-        # One transaction per day for both assets: the day's receipt events
-        # are stored only once correlated and decided (see reconcile.run).
-        app_clock = clock.clock()
-        with database.connect(autocommit=True) as conn:
-            return day_by_day(
-                context,
-                lambda day: reconcile(conn, day, app_clock),
-                {
-                    RECEIPTS: lambda result: {
-                        **table_metadata.table(table_metadata.DELIVERY_RECEIPTS,
-                                               table_metadata.receipts_of_day(conn, result.day, tz)),
-                        **receipts_metadata(result),
-                    },
-                    RECONCILIATION: lambda result: {
-                        **table_metadata.table(table_metadata.OUTBOUND_MESSAGE,
-                                               table_metadata.messages_of_day(conn, result.day, tz)),
-                        **reconciliation_metadata(result),
-                    },
-                },
-            )
 
-    @dg.asset(
-        key=INTRADAY_RECONCILIATION,
-        deps=[INTRADAY_DELIVERY_REPORTS],
-        pool=DATABASE_POOL,
-        group_name=GROUP,
-        tags=HOURLY_TAGS,
-        kinds={"python", "postgres"},
-        description=(
-            "Today's getDlr pull turned into receipts and reconciled like a day partition (without the "
-            "proof of non-submission, which needs the closed day), so outcomes are known within the hour."
-        ),
-    )
-    def intraday_reconciliation(database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
-        app_clock = clock.clock()
-        today = local_date(app_clock.now(), tz)
-        with database.connect(autocommit=True) as conn:
-            result = reconcile(conn, today, app_clock)
-        return dg.MaterializeResult(metadata=reconciliation_metadata(result))
-
-    @dg.asset(
-        key=UPKEEP,
-        pool=DATABASE_POOL,
-        group_name=GROUP,
-        tags=HOURLY_TAGS,
-        kinds={"python", "postgres"},
-        description=(
-            "Hourly upkeep: submitted rows past validity without a final receipt -> expired; stale "
-            "claims -> unknown; overdue pending -> expired; partitions created ahead; retention "
-            "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages)."
-        ),
-    )
-    def upkeep(database: DatabaseResource, clock: ClockResource) -> dg.MaterializeResult:
-        with database.connect(autocommit=True) as conn:
-            done = run_upkeep(conn, clock.clock(), claim_lease_s=settings.claim_lease_s,
-                              validity_h=settings.validity_h, provider_timezone=tz)
-        return dg.MaterializeResult(metadata=asdict(done))
-
-    queue_spec = dg.AssetSpec(
-        OUTBOUND_QUEUE,
-        group_name=GROUP,
-        tags=HOURLY_TAGS,
-        kinds={"postgres"},
-        description=(
-            "The send queue (msg.outbound_message rows not yet handed to the provider), written by intake "
-            "and drained by the send worker; each hourly observation records how much is due and waiting, "
-            "how much a worker holds, and the oldest's age. Its checks judge whether sending keeps up."
-        ),
-    )
-
-    def observe_queue(database: DatabaseResource, clock: ClockResource):
-        with database.connect(autocommit=True) as conn:
-            backlog = health.queue_backlog(conn, clock.clock().now(), tz)
-        yield dg.ObserveResult(asset_key=OUTBOUND_QUEUE, metadata=backlog)
-
-    with warnings.catch_warnings():
-        # An observation, not a materialisation; the pinned Dagster calls the decorator beta.
-        warnings.filterwarnings("ignore", message=r"Function `multi_observable_source_asset` is currently in beta")
-        outbound_queue = dg.multi_observable_source_asset(name="outbound_queue", specs=[queue_spec])(observe_queue)
-
-    thresholds = health.Thresholds(non_submission_grace_h=settings.non_submission_grace_h, zone=tz)
-    return dg.Definitions(
-        assets=[receipts_and_reconciliation, intraday_reconciliation, upkeep, outbound_queue],
-        asset_checks=[health_checks(thresholds)],
-    )
+@dg.asset(
+    key=INTRADAY_RECONCILIATION,
+    deps=[INTRADAY_DELIVERY_REPORTS],
+    pool=DATABASE_POOL,
+    group_name=GROUP,
+    tags=HOURLY_TAGS,
+    owners=DATA_ENGINEERING,
+    freshness_policy=HOURLY_FRESHNESS,
+    kinds={"python", "postgres"},
+    description=(
+        "Today's getDlr pull turned into receipts and reconciled like a day partition (without the "
+        "proof of non-submission, which needs the closed day), so outcomes are known within the hour."
+    ),
+)
+def intraday_reconciliation(database: DatabaseResource, clock: ClockResource,
+                            pipeline: PipelineResource) -> dg.MaterializeResult:
+    app_clock = clock.clock()
+    today = local_date(app_clock.now(), pipeline.zone)
+    with database.connect(autocommit=True) as conn:
+        result = reconcile(conn, today, app_clock, pipeline)
+    return dg.MaterializeResult(metadata=reconciliation_metadata(result))
 
 
-def health_checks(thresholds: health.Thresholds) -> dg.AssetChecksDefinition:
-    """The seven health readings as one op: one connection, one result per selected check."""
-    specs = [
+@dg.asset(
+    key=UPKEEP,
+    pool=DATABASE_POOL,
+    group_name=GROUP,
+    tags=HOURLY_TAGS,
+    owners=DATA_ENGINEERING,
+    freshness_policy=HOURLY_FRESHNESS,
+    kinds={"python", "postgres"},
+    description=(
+        "Hourly upkeep: submitted rows past validity without a final receipt -> expired; stale "
+        "claims -> unknown; overdue pending -> expired; partitions created ahead; retention "
+        "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages)."
+    ),
+)
+def upkeep(database: DatabaseResource, clock: ClockResource, pipeline: PipelineResource) -> dg.MaterializeResult:
+    with database.connect(autocommit=True) as conn:
+        done = run_upkeep(conn, clock.clock(), claim_lease_s=pipeline.claim_lease_s,
+                          validity_h=pipeline.validity_h, provider_timezone=pipeline.zone)
+    return dg.MaterializeResult(metadata=asdict(done))
+
+
+QUEUE_SPEC = dg.AssetSpec(
+    OUTBOUND_QUEUE,
+    group_name=GROUP,
+    tags=HOURLY_TAGS,
+    owners=DATA_ENGINEERING,
+    kinds={"postgres"},
+    description=(
+        "The send queue (msg.outbound_message rows not yet handed to the provider), written by intake "
+        "and drained by the send worker; each hourly observation records how much is due and waiting, "
+        "how much a worker holds, and the oldest's age. Its checks judge whether sending keeps up."
+    ),
+)
+
+
+def observe_queue(database: DatabaseResource, clock: ClockResource, pipeline: PipelineResource):
+    with database.connect(autocommit=True) as conn:
+        backlog = health.queue_backlog(conn, clock.clock().now(), pipeline.zone)
+    yield dg.ObserveResult(asset_key=OUTBOUND_QUEUE, metadata=backlog)
+
+
+# An observation, not a materialisation.
+outbound_queue = dg.multi_observable_source_asset(name="outbound_queue", specs=[QUEUE_SPEC])(observe_queue)
+
+
+@dg.multi_asset_check(
+    name=HEALTH_CHECKS_NAME,
+    specs=[
         dg.AssetCheckSpec(
             name,
             asset=CHECK_TARGETS[name],
@@ -212,28 +222,29 @@ def health_checks(thresholds: health.Thresholds) -> dg.AssetChecksDefinition:
             description=(reading_of.__doc__ or name.replace("_", " ")).strip().splitlines()[0],
         )
         for name, reading_of in health.READINGS.items()
-    ]
-
-    @dg.multi_asset_check(name=HEALTH_CHECKS_NAME, specs=specs, can_subset=True)
-    def checks(context: dg.AssetCheckExecutionContext, database: DatabaseResource, clock: ClockResource):
-        selected = context.selected_asset_check_keys
-        now = clock.clock().now()
-        with database.connect(autocommit=True) as conn:
-            for name, reading_of in health.READINGS.items():
-                key = dg.AssetCheckKey(CHECK_TARGETS[name], name)
-                if key not in selected:
-                    continue
-                reading = reading_of(conn, now, thresholds)
-                yield dg.AssetCheckResult(
-                    asset_key=key.asset_key,
-                    check_name=name,
-                    passed=reading.passed,
-                    severity=_SEVERITY[reading.severity],
-                    description=reading.description,
-                    metadata=reading.metadata,
-                )
-
-    return checks
+    ],
+    can_subset=True,
+)
+def health_checks(context: dg.AssetCheckExecutionContext, database: DatabaseResource, clock: ClockResource,
+                  pipeline: PipelineResource):
+    """The seven health readings as one op: one connection, one result per selected check."""
+    thresholds = health.Thresholds(non_submission_grace_h=pipeline.non_submission_grace_h, zone=pipeline.zone)
+    selected = context.selected_asset_check_keys
+    now = clock.clock().now()
+    with database.connect(autocommit=True) as conn:
+        for name, reading_of in health.READINGS.items():
+            key = dg.AssetCheckKey(CHECK_TARGETS[name], name)
+            if key not in selected:
+                continue
+            reading = reading_of(conn, now, thresholds)
+            yield dg.AssetCheckResult(
+                asset_key=key.asset_key,
+                check_name=name,
+                passed=reading.passed,
+                severity=_SEVERITY[reading.severity],
+                description=reading.description,
+                metadata=reading.metadata,
+            )
 
 
 def receipts_metadata(result: ReconcileResult) -> dict[str, Any]:
@@ -245,9 +256,17 @@ def receipts_metadata(result: ReconcileResult) -> dict[str, Any]:
         "unkeyed_rows": load.unkeyed_rows,
         "new_unmapped_receipts": load.new_unmapped_receipts,
         "unmapped_rows": load.unmapped_rows,
-        "unmapped_words": dict(load.unmapped_words),
+        "unmapped_words": table_metadata.counts(load.unmapped_words),
     }
 
 
 def reconciliation_metadata(result: ReconcileResult) -> dict[str, Any]:
-    return result.summary()
+    """The day's figures, typed: counts by name as tables, lists as text (the day is the partition's;
+    the receipt figures are the receipts asset's)."""
+    summary = {k: v for k, v in result.summary().items() if k not in ("day", "receipts")}
+    return {
+        name: table_metadata.counts(value) if isinstance(value, dict)
+        else ", ".join(map(str, value)) or "none" if isinstance(value, list)
+        else value
+        for name, value in summary.items()
+    }

@@ -1,12 +1,10 @@
-"""Dagster resources: database, provider client, clock and the report guard.
+"""Dagster resources: database, provider client, clock, the pipeline's values and the report guard.
 
 :func:`build_resources` makes them once, from the one validated settings
 object, and each carries what it uses as its own config: nothing here reads
 the environment again. Secrets (the provider's password or API key, and the
 database URL, which may hold a password) are referenced by variable name
-through ``EnvVar``, so the UI shows the name, never the value. The assets
-take the pipeline's other values from the same settings object, through
-their module's ``definitions(settings)``.
+through ``EnvVar``, so the UI shows the name, never the value.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from pydantic import SecretStr
 
 from sms_pipeline.core.clock import Clock, FrozenClock, RealClock
 from sms_pipeline.db import connection
+from sms_pipeline.marts.project import dbt_cli, dbt_project
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
 
@@ -91,6 +90,22 @@ class ClockResource(dg.ConfigurableResource):
         return RealClock()
 
 
+class PipelineResource(dg.ConfigurableResource):
+    """The values the assets run with (as in the settings): the provider's zone, windows, lease, pacing."""
+
+    provider_timezone: str = _default("provider_timezone").key
+    correlation_window_s: int = _default("correlation_window_s")
+    non_submission_grace_h: int = _default("non_submission_grace_h")
+    claim_lease_s: int = _default("claim_lease_s")
+    validity_h: int = _default("validity_h")
+    report_concurrency: int = _default("report_concurrency")
+    lookback_days: int = _default("lookback_days")
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.provider_timezone)
+
+
 class ReportGuardResource(dg.ConfigurableResource):
     """Whether this run may replace a stored report with a smaller one (docs/design.md#report-guards).
 
@@ -138,5 +153,15 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
             max_retries=settings.report_max_retries,
         ),
         "clock": ClockResource(),
+        "pipeline": PipelineResource(
+            provider_timezone=settings.provider_timezone.key,
+            correlation_window_s=settings.correlation_window_s,
+            non_submission_grace_h=settings.non_submission_grace_h,
+            claim_lease_s=settings.claim_lease_s,
+            validity_h=settings.validity_h,
+            report_concurrency=settings.report_concurrency,
+            lookback_days=settings.lookback_days,
+        ),
         "report_guard": ReportGuardResource(),
+        "dbt": dbt_cli(dbt_project(settings.home)),
     }

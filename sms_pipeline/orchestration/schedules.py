@@ -17,18 +17,20 @@ provider's yesterday whatever the server's zone, and the daily tick stays at
 
 from __future__ import annotations
 
-import warnings
 from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 
-from sms_pipeline.settings import Settings
+from sms_pipeline.orchestration.location import SETTINGS
+from sms_pipeline.orchestration.partitions import FIRST_DAY
 
 CADENCE_TAG = "sms_pipeline/cadence"
 HOURLY_TAGS = {CADENCE_TAG: "hourly"}
 DAILY_GROUPS = ("ingest", "reconcile", "marts")
 
 DAILY_JOB = "daily_reports_job"
+DAY_CLOSE_JOB = "day_close_job"
 HOURLY_JOB = "hourly_job"
 DAILY_CRON = "0 2 * * *"  # 02:00 provider-local: the day has closed, its report is complete
 HOURLY_CRON = "5 * * * *"
@@ -37,31 +39,39 @@ HOURLY_CRON = "5 * * * *"
 PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
 PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 
-with warnings.catch_warnings():
-    # The hourly job observes the send queue (an observable source asset): the
-    # pinned Dagster calls `include_sources` a beta parameter, a note for no one.
-    warnings.filterwarnings("ignore", message=r"Parameter `include_sources` .* is currently in beta")
-    HOURLY_SELECTION = dg.AssetSelection.tag(CADENCE_TAG, "hourly", include_sources=True)
+# The hourly job observes the send queue too (an observable source asset).
+HOURLY_SELECTION = dg.AssetSelection.tag(CADENCE_TAG, "hourly", include_sources=True)
 DAILY_SELECTION = dg.AssetSelection.groups(*DAILY_GROUPS) - HOURLY_SELECTION
+DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - HOURLY_SELECTION
+
+
+# When a person may rely on an asset: a daily-run asset is fresh when the 02:00
+# run has materialised it by 04:00 provider time; an hourly one when its last
+# run is at most two hours old (a missed tick warns, two fail).
+DAILY_FRESHNESS = dg.FreshnessPolicy.cron(deadline_cron="0 4 * * *", lower_bound_delta=timedelta(hours=2),
+                                          timezone=SETTINGS.provider_timezone.key)
+HOURLY_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=2), warn_window=timedelta(minutes=75))
 
 
 def partition_range_tags(first: date, last: date) -> dict[str, str]:
     return {PARTITION_RANGE_START_TAG: first.isoformat(), PARTITION_RANGE_END_TAG: last.isoformat()}
 
 
-def daily_days(scheduled_at: datetime, settings: Settings) -> tuple[date, date] | None:
-    """The day partitions a daily tick at ``scheduled_at`` covers, or None before the first one."""
-    last = scheduled_at.astimezone(settings.provider_timezone).date() - timedelta(days=1)
-    if last < settings.partition_start:
+def daily_days(scheduled_at: datetime, zone: ZoneInfo, first_day: date,
+               lookback_days: int) -> tuple[date, date] | None:
+    """The day partitions a daily tick at ``scheduled_at`` covers, or None before ``first_day``."""
+    last = scheduled_at.astimezone(zone).date() - timedelta(days=1)
+    if last < first_day:
         return None
-    first = max(last - timedelta(days=settings.lookback_days), settings.partition_start)
+    first = max(last - timedelta(days=lookback_days), first_day)
     return first, last
 
 
-def daily_run_request(scheduled_at: datetime, settings: Settings) -> dg.RunRequest | dg.SkipReason:
-    days = daily_days(scheduled_at, settings)
+def daily_run_request(scheduled_at: datetime, zone: ZoneInfo, first_day: date,
+                      lookback_days: int) -> dg.RunRequest | dg.SkipReason:
+    days = daily_days(scheduled_at, zone, first_day, lookback_days)
     if days is None:
-        return dg.SkipReason(f"no closed provider day on or after {settings.partition_start} yet")
+        return dg.SkipReason(f"no closed provider day on or after {first_day} yet")
     first, last = days
     return dg.RunRequest(run_key=f"daily:{last.isoformat()}", tags=partition_range_tags(first, last))
 
@@ -71,43 +81,50 @@ def hourly_run_request(scheduled_at: datetime) -> dg.RunRequest:
     return dg.RunRequest(run_key=f"hourly:{scheduled_at.isoformat()}")
 
 
-def definitions(settings: Settings) -> dg.Definitions:
-    tz = settings.provider_timezone.key
-    daily_job = dg.define_asset_job(
-        DAILY_JOB,
-        selection=DAILY_SELECTION,  # partitioning comes from the selected assets
-        description=(
-            "Day partitions of reports, reconciliation and marts: ingest, then everything downstream. "
-            "The daily schedule runs yesterday plus the lookback days as one run."
-        ),
-    )
-    hourly_job = dg.define_asset_job(
-        HOURLY_JOB,
-        selection=HOURLY_SELECTION,
-        description="Hourly, unpartitioned work: today's getDlr pull and whatever else is tagged hourly.",
-    )
+daily_reports_job = dg.define_asset_job(
+    DAILY_JOB,
+    selection=DAILY_SELECTION,  # partitioning comes from the selected assets
+    description=(
+        "Day partitions of reports, reconciliation and marts: ingest, then everything downstream. "
+        "The daily schedule runs yesterday plus the lookback days as one run."
+    ),
+)
+day_close_job = dg.define_asset_job(
+    DAY_CLOSE_JOB,
+    selection=DAY_CLOSE_SELECTION,
+    description=(
+        "Day partitions of reports and reconciliation only, without the marts: what a day's close "
+        "needs to settle the messages (the demo runs it at each day's close)."
+    ),
+)
+hourly_job = dg.define_asset_job(
+    HOURLY_JOB,
+    selection=HOURLY_SELECTION,
+    description="Hourly, unpartitioned work: today's getDlr pull and whatever else is tagged hourly.",
+)
 
-    @dg.schedule(
-        name="daily_reports_schedule",
-        cron_schedule=DAILY_CRON,
-        execution_timezone=tz,
-        job=daily_job,
-        description=(
-            f"02:00 {tz}: the provider's yesterday plus the {settings.lookback_days} days before it "
-            "(late receipts), one run with a run key per day."
-        ),
-    )
-    def daily_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-        return daily_run_request(context.scheduled_execution_time, settings)
 
-    @dg.schedule(
-        name="hourly_schedule",
-        cron_schedule=HOURLY_CRON,
-        execution_timezone=tz,
-        job=hourly_job,
-        description=f"Five past every hour ({tz}): today's receipts through getDlr.",
-    )
-    def hourly_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-        return hourly_run_request(context.scheduled_execution_time)
+@dg.schedule(
+    name="daily_reports_schedule",
+    cron_schedule=DAILY_CRON,
+    execution_timezone=SETTINGS.provider_timezone.key,
+    job=daily_reports_job,
+    description=(
+        f"02:00 {SETTINGS.provider_timezone.key}: the provider's yesterday plus the {SETTINGS.lookback_days} "
+        "days before it (late receipts), one run with a run key per day."
+    ),
+)
+def daily_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    return daily_run_request(context.scheduled_execution_time, SETTINGS.provider_timezone, FIRST_DAY,
+                             SETTINGS.lookback_days)
 
-    return dg.Definitions(jobs=[daily_job, hourly_job], schedules=[daily_reports_schedule, hourly_schedule])
+
+@dg.schedule(
+    name="hourly_schedule",
+    cron_schedule=HOURLY_CRON,
+    execution_timezone=SETTINGS.provider_timezone.key,
+    job=hourly_job,
+    description=f"Five past every hour ({SETTINGS.provider_timezone.key}): today's receipts through getDlr.",
+)
+def hourly_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    return hourly_run_request(context.scheduled_execution_time)

@@ -274,7 +274,9 @@ def test_project_repeatables_are_applied_to_the_template(db):
 
 def test_each_project_trigger_is_defined_next_to_its_function(db):
     """Every trigger's live definition is in the R file that defines the function it fires."""
-    rows = db.execute("SELECT tgname, tgfoid::regproc::text, tgconstraint <> 0 FROM pg_trigger "
+    # The function's schema always named (regproc omits public.), as the R files name it.
+    rows = db.execute("SELECT tgname, format('%I.%I', n.nspname, p.proname), tgconstraint <> 0 FROM pg_trigger t "
+                      "JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace "
                       "WHERE NOT tgisinternal AND tgparentid = 0 ORDER BY tgname").fetchall()
     assert rows, "the project has triggers"
     texts = {r.path.name: r.sql for r in migrate.discover_repeatables()}

@@ -32,7 +32,9 @@ def test_todays_pull_stores_otp_receipts_without_their_code_and_replaces_itself(
     assert {by_mobile[m][2] for m in sms.accepted} == {sms.transaction_id}
     assert CODE not in repr(rows)  # the message only as a hash
     meta = materializations(first, INTRADAY)[None]
-    assert (meta["day"], meta["rows"], meta["unchanged"]) == (today.isoformat(), 4, False)
+    assert (meta["day"], meta["dagster/row_count"], meta["unchanged"]) == (today.isoformat(), 4, False)
+    assert meta["dagster/table_name"] == "dlr.getdlr_rows"
+    assert [c.name for c in meta["dagster/column_schema"].columns][:2] == ["report_date", "row_no"]
     stored = snapshot(db, "dlr.getdlr_rows", "report_date, row_no")
     checkpoint = snapshot(db, "dlr.report_checkpoints", "report_kind, report_date")
 

@@ -12,12 +12,10 @@ import pytest
 from dagster._core.execution.asset_backfill import AssetBackfillData
 from dagster_dbt import DbtProject
 
-from sms_pipeline import settings as settings_module
 from sms_pipeline.marts.project import DBT_PROJECT_DIR, manifest_is_current, prepare_manifest
 from sms_pipeline.orchestration import asset_keys, marts_assets
-from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, day_partitions
-from sms_pipeline.definitions import build_definitions
-from sms_pipeline.orchestration.resources import build_resources
+from sms_pipeline.orchestration.partitions import BACKFILL_POLICY, DAY_PARTITIONS
+from sms_pipeline.definitions import defs as pipeline_defs
 from sms_pipeline.orchestration.schedules import DAILY_SELECTION
 
 MARTS = ["cost_daily", "delivery_latency_daily", "delivery_by_class_daily", "reconciliation_daily",
@@ -26,42 +24,35 @@ MARTS_KEYS = [dg.AssetKey(["marts", name]) for name in MARTS]
 
 
 @pytest.fixture(scope="module")
-def cfg() -> settings_module.Settings:
-    return settings_module.load({})
-
-
-@pytest.fixture(scope="module")
-def defs(cfg) -> dg.Definitions:
-    # with the project's shared resources, as sms_pipeline.definitions merges them
-    return dg.Definitions.merge(marts_assets.definitions(cfg), dg.Definitions(resources=build_resources(cfg)))
+def defs() -> dg.Definitions:
+    return pipeline_defs
 
 
 def _assets(defs: dg.Definitions, name: str) -> dg.AssetsDefinition:
     return next(a for a in defs.assets if a.node_def.name == name)
 
 
-def test_partitioned_marts_share_the_pipelines_partitions_and_policy(defs, cfg):
+def test_partitioned_marts_share_the_pipelines_partitions_and_policy(defs):
     daily = _assets(defs, "marts_daily")
     assert {k.path[-1] for k in daily.keys} == set(MARTS)
     assert all(k.path[0] == "marts" for k in daily.keys)
-    assert daily.partitions_def == day_partitions(cfg)
+    assert daily.partitions_def == DAY_PARTITIONS
     assert daily.backfill_policy == BACKFILL_POLICY
     summary = next(a for a in defs.assets if asset_keys.PROVIDER_SUMMARY in a.keys)
-    assert summary.partitions_def == day_partitions(cfg) and summary.backfill_policy == BACKFILL_POLICY
+    assert summary.partitions_def == DAY_PARTITIONS and summary.backfill_policy == BACKFILL_POLICY
 
 
-def test_views_are_partitioned_alike_and_everything_is_in_the_marts_group(defs, cfg):
+def test_views_are_partitioned_alike_and_everything_is_in_the_marts_group(defs):
     # Between day-partitioned sources and day-partitioned marts: partitioned alike, so a range passes through.
     views = _assets(defs, "marts_views")
-    assert views.partitions_def == day_partitions(cfg) and views.backfill_policy == BACKFILL_POLICY
+    assert views.partitions_def == DAY_PARTITIONS and views.backfill_policy == BACKFILL_POLICY
     assert {k.path[0] for k in views.keys} == {"transform"}
     for assets in (views, _assets(defs, "marts_daily")):
         assert set(assets.group_names_by_key.values()) == {marts_assets.MARTS_GROUP}
 
 
-def test_a_range_backfill_of_the_daily_selection_targets_every_day_asset_for_every_day(cfg):
+def test_a_range_backfill_of_the_daily_selection_targets_every_day_asset_for_every_day(defs):
     """What the UI's "Materialize... > range > Launch backfill" of the daily selection targets."""
-    defs = build_definitions(cfg)
     graph = defs.resolve_asset_graph()
     selected = DAILY_SELECTION.resolve(graph)
     days = ["2026-11-27", "2026-11-28", "2026-11-29"]
@@ -99,10 +90,10 @@ def test_dbt_tests_are_asset_checks_including_the_tieout(defs):
     assert checks["one_row_per_window_day_reconciliation_daily_day"] == dg.AssetKey(["marts", "reconciliation_daily"])
 
 
-def test_weekly_schedule_fully_rebuilds_the_last_closed_day(defs, cfg):
+def test_weekly_schedule_fully_rebuilds_the_last_closed_day(defs):
     schedule = defs.resolve_schedule_def("marts_weekly_full_rebuild")
     job = defs.resolve_job_def(marts_assets.FULL_REBUILD_JOB)
-    assert job.partitions_def == day_partitions(cfg)
+    assert job.partitions_def == DAY_PARTITIONS
     tick = datetime(2026, 11, 29, 4, 0, tzinfo=ZoneInfo("Asia/Kolkata"))  # a Sunday
     with dg.build_schedule_context(scheduled_execution_time=tick, repository_def=defs.get_repository_def()) as context:
         [request] = schedule.evaluate_tick(context).run_requests

@@ -5,8 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from sms_pipeline import settings as settings_module
-from sms_pipeline.definitions import build_definitions
+from sms_pipeline.definitions import defs as pipeline_defs
 from sms_pipeline.orchestration import reconcile_assets
 from sms_pipeline.orchestration.asset_keys import COST_DAILY, OUTBOUND_QUEUE, RECEIPTS, RECONCILIATION, UPKEEP
 from sms_pipeline.orchestration.schedules import DAILY_JOB, HOURLY_JOB
@@ -21,7 +20,7 @@ DAILY_CHECKS = {dg.AssetCheckKey(RECEIPTS, "receipts_flowing"), dg.AssetCheckKey
 
 @pytest.fixture(scope="module")
 def defs() -> dg.Definitions:
-    return build_definitions(settings_module.load({}))
+    return pipeline_defs
 
 
 def test_the_seven_checks_are_one_op_on_the_assets_they_judge(defs):

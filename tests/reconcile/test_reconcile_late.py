@@ -14,7 +14,8 @@ from sms_pipeline.simulator import generation
 def _daily_tick(world, tick_day):
     """What the daily schedule runs at 02:30 provider-local on ``tick_day``: yesterday + lookback."""
     world.move_to(world.at(tick_day, 2, 30))
-    first, last = daily_days(world.clock.now(), world.settings)
+    first, last = daily_days(world.clock.now(), world.tz, world.settings.partition_start,
+                             world.settings.lookback_days)
     world.run_daily(first, last)
 
 

@@ -96,7 +96,6 @@ def test_only_an_event_that_waited_is_linked_by_an_update(world):
 
 
 def test_receipts_and_reconciliation_are_materialised_together_or_not_at_all():
-    defs = reconcile_assets.definitions(settings_module.load({}))
-    (pair,) = [a for a in defs.assets if reconcile_assets.RECEIPTS in a.keys]
+    pair = reconcile_assets.receipts_and_reconciliation
     assert pair.keys == {reconcile_assets.RECEIPTS, reconcile_assets.RECONCILIATION}
     assert not pair.can_subset  # one transaction per day: neither asset can be materialised alone

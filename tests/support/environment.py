@@ -15,10 +15,17 @@ def provider_variables(base_url: str, timezone: str = "Asia/Kolkata", *, userid:
             "SMS_PROVIDER_TIMEZONE": timezone}
 
 
+# The test deployment's first day partition: fixed, so that importing the pipeline (here and in the
+# processes tests start) never reads it from a database (docs/design.md#first-partition-day).
+PARTITION_START = "2026-01-01"
+
+
 def app_environ(**overrides: str) -> dict[str, str]:
     """A copy of ``os.environ`` without the application's variables (``SMS_PIPELINE_*``, ``SMS_PROVIDER_*``),
-    plus ``overrides``: what the developer's own shell sets never leaks into a test."""
+    plus the test deployment's ``SMS_PIPELINE_PARTITION_START`` and ``overrides``: what the developer's own
+    shell sets never leaks into a test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
+    env["SMS_PIPELINE_PARTITION_START"] = PARTITION_START
     env.update(overrides)
     return env
 

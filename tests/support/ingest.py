@@ -76,7 +76,7 @@ def materialize(
     (``run_config`` as a launchpad would give it, e.g. the report guard's)."""
     tags = partition_range_tags(first, last or first) if first is not None else None
     return dg.materialize(
-        ingest_assets.definitions(settings).assets,
+        [ingest_assets.day_report, ingest_assets.transaction_reports, ingest_assets.intraday_delivery_reports],
         selection=list(selection),
         resources=resources_for(settings, clock),
         instance=instance or dg.DagsterInstance.ephemeral(),

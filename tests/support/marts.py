@@ -16,7 +16,6 @@ import pytest
 from tests.support.databases import scratch_database
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.marts.project import dbt_cli, dbt_project
 from sms_pipeline.orchestration import asset_keys, marts_assets
 from sms_pipeline.orchestration.resources import build_resources
 
@@ -40,12 +39,8 @@ class Marts:
     def __init__(self, settings: settings_module.Settings) -> None:
         assert settings.database_url
         self.settings = settings
-        self.defs = marts_assets.definitions(settings)
-        self.assets = list(self.defs.assets or [])
-        self.resources: dict[str, Any] = {
-            **build_resources(settings, secrets_by_name=False),
-            "dbt": dbt_cli(dbt_project(settings.home)),
-        }
+        self.assets = [marts_assets.marts_views, marts_assets.marts_daily, marts_assets.provider_summary]
+        self.resources: dict[str, Any] = build_resources(settings, secrets_by_name=False)
 
     def _assets_named(self, name: str) -> dg.AssetsDefinition:
         return next(a for a in self.assets if a.node_def.name == name)

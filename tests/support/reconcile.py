@@ -25,7 +25,8 @@ from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import day_bounds, local_date, localise
 from sms_pipeline.core.segments import count_segments
-from sms_pipeline.orchestration import ingest_assets, reconcile_assets
+from sms_pipeline.definitions import ASSETS as PIPELINE_ASSETS
+from sms_pipeline.orchestration import reconcile_assets
 from sms_pipeline.orchestration.schedules import partition_range_tags
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
@@ -146,9 +147,8 @@ class World:
     def run_daily(self, first: date, last: date | None = None, *, ingest: bool = True,
                   must_succeed: bool = True) -> dg.ExecuteInProcessResult:
         """The daily job's work for days ``first..last`` as one run (ingest, receipts, reconciliation)."""
-        defs = dg.Definitions.merge(ingest_assets.definitions(self.settings), reconcile_assets.definitions(self.settings))
         wanted = DAILY_ASSETS if ingest else DAILY_ASSETS[2:]
-        assets = [a for a in defs.assets if any(k.to_user_string() in wanted for k in a.keys)]
+        assets = [a for a in PIPELINE_ASSETS if any(k.to_user_string() in wanted for k in a.keys)]
         result = dg.materialize(
             assets,
             resources=self.resources(),
@@ -161,18 +161,15 @@ class World:
 
     def run_hourly(self) -> dg.ExecuteInProcessResult:
         """The hourly job's intraday work: today's getDlr pull, then its reconciliation."""
-        defs = dg.Definitions.merge(ingest_assets.definitions(self.settings), reconcile_assets.definitions(self.settings))
         wanted = {"dlr/intraday_delivery_reports", "msg/intraday_reconciliation"}
-        assets = [a for a in defs.assets if any(k.to_user_string() in wanted for k in a.keys)]
+        assets = [a for a in PIPELINE_ASSETS if any(k.to_user_string() in wanted for k in a.keys)]
         result = dg.materialize(assets, resources=self.resources(), instance=dg.DagsterInstance.ephemeral())
         assert result.success
         return result
 
     def run_upkeep(self) -> dg.ExecuteInProcessResult:
         """The hourly housekeeping asset alone (msg/upkeep: it carries no checks)."""
-        defs = reconcile_assets.definitions(self.settings)
-        upkeep = [a for a in defs.assets if reconcile_assets.UPKEEP in a.keys]
-        result = dg.materialize(upkeep, resources=self.resources(), instance=dg.DagsterInstance.ephemeral())
+        result = dg.materialize([reconcile_assets.upkeep], resources=self.resources(), instance=dg.DagsterInstance.ephemeral())
         assert result.success
         return result
 
@@ -181,10 +178,9 @@ class World:
         and the checks of dlr/receipts, msg/reconciliation and marts/cost_daily run on what is stored
         (without materialising those assets), all in the one health-check step."""
         self.run_upkeep()
-        defs = reconcile_assets.definitions(self.settings)
         check_keys = [dg.AssetCheckKey(asset, name) for name, asset in reconcile_assets.CHECK_TARGETS.items()]
         selection = dg.AssetSelection.assets(reconcile_assets.OUTBOUND_QUEUE) | dg.AssetSelection.checks(*check_keys)
-        result = dg.materialize([*defs.assets, dg.AssetSpec(reconcile_assets.COST_DAILY), *defs.asset_checks],
+        result = dg.materialize([*PIPELINE_ASSETS, reconcile_assets.health_checks],
                                 selection=selection, resources=self.resources(),
                                 instance=dg.DagsterInstance.ephemeral())
         assert result.success

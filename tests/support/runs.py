@@ -31,8 +31,15 @@ def materialization_events(result: dg.ExecuteInProcessResult,
     for event in result.get_asset_materialization_events():
         m = event.event_specific_data.materialization
         if m.asset_key == key:
-            found.append((m.partition, {name: value.value for name, value in m.metadata.items()}))
+            found.append((m.partition, {name: plain(value) for name, value in m.metadata.items()}))
     return found
+
+
+def plain(value: dg.MetadataValue) -> Any:
+    """A metadata value as Python: a table of counts by name (statuses, state moves) as a dict."""
+    if isinstance(value, dg.TableMetadataValue) and [c.name for c in value.schema.columns] == ["name", "count"]:
+        return {record.data["name"]: record.data["count"] for record in value.records}
+    return value.value
 
 
 def materializations(result: dg.ExecuteInProcessResult, key: dg.AssetKey | str) -> dict[str | None, dict]:

@@ -1,10 +1,15 @@
-"""The demo's simulator state in the home: where `dev` finds it, and what `--fresh` forgets."""
+"""The demo's simulator state in the home: where `dev` finds it, and what `--fresh` forgets; its days."""
 
 from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
 
 from sms_pipeline import settings
 from sms_pipeline.cli.dev_cmd import simulator_command
 from sms_pipeline.demo import run
+from sms_pipeline.errors import UserError
 
 
 def test_fresh_forgets_the_simulators_saved_traffic(tmp_path, monkeypatch):
@@ -31,3 +36,13 @@ def test_dev_serves_the_demo_state_with_the_demo_seed_and_the_provider_zone(tmp_
     assert options == {"--host": "127.0.0.1", "--port": "8799", "--seed": str(run.DEMO_SEED),
                        "--state": str((tmp_path / "simulator" / "state.jsonl").resolve()),
                        "--timezone": "Asia/Dubai"}
+
+
+def test_only_a_set_partition_start_refuses_the_demos_first_day():
+    """Unset, the start the database recorded is lowered to the demo's first day instead (run_demo)."""
+    unset = settings.load({})
+    days = run._demo_days(unset, 40)
+    assert len(days) == 40
+    too_late = settings.load({"SMS_PIPELINE_PARTITION_START": (days[0] + timedelta(days=1)).isoformat()})
+    with pytest.raises(UserError, match="before SMS_PIPELINE_PARTITION_START"):
+        run._demo_days(too_late, 40)
