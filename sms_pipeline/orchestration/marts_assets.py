@@ -30,7 +30,7 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, DbtProject, dbt_assets
 from pydantic import Field
 
-from sms_pipeline.marts import cost_report
+from sms_pipeline.marts import cost_report, tieout
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_project, prepare_manifest
 from sms_pipeline.db.report_guards import ReportShrinkRefused
@@ -56,6 +56,8 @@ MARTS_GROUP = "marts"
 # delete+insert of overlapping windows; dagster.yaml limits every pool to one.
 MARTS_POOL = "sms_pipeline_marts"
 FULL_REBUILD_JOB = "marts_full_rebuild"
+# The dbt test that compares our units with the provider's (dbt_project/models/marts/provider_tieout_daily.yml).
+TIEOUT_CHECK = "provider_tieout_difference_is_zero"
 
 
 class MartsBuildConfig(dg.Config):
@@ -110,6 +112,21 @@ def dbt_build_args(variables: dict[str, str], *, full_refresh: bool = False) -> 
     builds skip them."""
     return ["build", "--vars", json.dumps(variables, sort_keys=True), "--exclude-resource-type", "unit_test",
             *(["--full-refresh"] if full_refresh else [])]
+
+
+def tieout_metadata(found: list[tieout.TieoutDifference], first: date, last: date) -> dict[str, Any]:
+    """Where the provider's units and ours differ: day, sender id and difference, for a person to follow up."""
+    columns = [("day", "string"), ("sender_id", "string"), ("our_units", "int"), ("provider_units", "int"),
+               ("difference", "int")]
+    records = [dg.TableRecord({"day": d.day.isoformat(), "sender_id": d.sender_id, "our_units": d.our_units,
+                               "provider_units": d.provider_units, "difference": d.difference}) for d in found]
+    return {
+        "days_compared": f"{first.isoformat()}..{last.isoformat()}",
+        "days_with_differences": ", ".join(sorted({d.day.isoformat() for d in found})) or "none",
+        "net_difference_units": sum(d.difference for d in found),
+        "differences": dg.MetadataValue.table(
+            records=records, schema=dg.TableSchema(columns=[dg.TableColumn(n, k) for n, k in columns])),
+    }
 
 
 def day_totals_metadata(totals: list[cost_report.DayTotal]) -> dg.MetadataValue:
@@ -189,6 +206,11 @@ def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt
                 of_day = [t for t in totals if t.day.isoformat() == day]
                 context.add_asset_metadata({"day_totals": day_totals_metadata(of_day)},
                                            asset_key=COST_DAILY, partition_key=day)
+        elif isinstance(event, dg.AssetCheckResult) and event.check_name == TIEOUT_CHECK:
+            with database.connect() as conn:
+                found = tieout.differences(conn, window.first_day, window.last_day)
+            event = event.with_metadata({**event.metadata, **tieout_metadata(found, window.first_day,
+                                                                              window.last_day)})
         yield event
 
 

@@ -290,6 +290,18 @@ def test_cost_asset_metadata_shows_the_days_totals(scenario):
     ]
 
 
+def test_a_range_run_gives_each_day_its_own_cost_totals(scenario):
+    marts, _ = scenario
+    result = marts.build_days(D_4, D)
+    days_of_totals = {m.partition: [r.data["day"] for r in m.metadata["day_totals"].records]
+                      for m in result.asset_materializations_for_node("marts_daily")
+                      if m.asset_key.path == ["marts", "cost_daily"]}
+    assert days_of_totals[D_4.isoformat()] == [D_4.isoformat()]
+    assert days_of_totals[(D - timedelta(days=2)).isoformat()] == []  # a day without traffic: no totals
+    assert days_of_totals[D.isoformat()] == [D.isoformat()] * 3  # (unpriced), INR, USD
+    assert len(days_of_totals) == 5
+
+
 @pytest.fixture
 def cli_database_url(marts_db_url: str) -> str:
     """The commands read the scenario's marts."""

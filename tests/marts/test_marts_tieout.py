@@ -80,3 +80,9 @@ def test_tieout_flags_the_units_the_simulator_over_reports(db_url, tmp_path):
     assert check.asset_key.path == ["marts", "provider_tieout_daily"]
     assert check.passed is False
     assert check.metadata["dagster_dbt/failed_row_count"].value == 1
+    # what a person needs to follow it up: the day, the sender and the difference
+    assert check.metadata["days_with_differences"].value == D.isoformat()
+    assert check.metadata["net_difference_units"].value == OFFSET
+    assert [r.data for r in check.metadata["differences"].value.records] == [
+        {"day": D.isoformat(), "sender_id": "TIEAAA", "our_units": 3, "provider_units": 3 + OFFSET,
+         "difference": OFFSET}]

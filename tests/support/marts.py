@@ -18,6 +18,7 @@ from tests.support.databases import scratch_database
 from sms_pipeline import settings as settings_module
 from sms_pipeline.orchestration import asset_keys, marts_assets
 from sms_pipeline.orchestration.resources import build_resources
+from sms_pipeline.orchestration.schedules import partition_range_tags
 
 MARTS_TABLES = ("cost_daily", "delivery_latency_daily", "delivery_by_class_daily",
                 "reconciliation_daily", "provider_tieout_daily")
@@ -46,9 +47,9 @@ class Marts:
         return next(a for a in self.assets if a.node_def.name == name)
 
     def _materialize(self, selection: list[dg.AssetKey], partition_key: str | None,
-                     run_config: dict | None = None) -> dg.ExecuteInProcessResult:
+                     run_config: dict | None = None, tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
         return dg.materialize(self.assets, selection=selection, partition_key=partition_key,
-                              resources=self.resources, run_config=run_config or {})
+                              resources=self.resources, run_config=run_config or {}, tags=tags)
 
     def build_views(self) -> dg.ExecuteInProcessResult:
         # The views are partitioned like the marts (a range passes through them);
@@ -59,6 +60,11 @@ class Marts:
     def build_day(self, day: date, *, full_refresh: bool = False) -> dg.ExecuteInProcessResult:
         config = {"ops": {"marts_daily": {"config": {"full_refresh": full_refresh}}}}
         return self._materialize(list(self._assets_named("marts_daily").keys), day.isoformat(), config)
+
+    def build_days(self, first: date, last: date) -> dg.ExecuteInProcessResult:
+        """The marts of days ``first..last`` as one run, as a range backfill runs them."""
+        return self._materialize(list(self._assets_named("marts_daily").keys), None,
+                                 tags=partition_range_tags(first, last))
 
     def fetch_summary(self, day: date) -> dg.ExecuteInProcessResult:
         return self._materialize([asset_keys.PROVIDER_SUMMARY], day.isoformat())
