@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import psycopg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, DbtProject, dbt_assets
 from pydantic import Field
 
@@ -162,19 +163,31 @@ TRANSLATOR = MartsTranslator(
 
 
 def run_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
-            args: list[str], *, row_counts: bool = False) -> Iterator[Any]:
-    """``dbt`` with the run's arguments; each model's columns (names, types) read back from the
-    database, and with ``row_counts`` its rows (``dagster/row_count``; not for views, which would
-    count whole tables)."""
+            args: list[str]) -> Iterator[Any]:
     # Artifacts and logs of one run go to a folder that goes away with it
     # (dagster-dbt would otherwise keep a few MB per run under target/);
     # the run's events and dbt's output stay in Dagster's run log.
     with dbt_environment(dbt_env_for_url(database.dsn())), \
             tempfile.TemporaryDirectory(prefix="sms-dbt-") as target:
-        events = dbt.cli(args, context=context, target_path=Path(target)).stream()
-        if row_counts:
-            events = events.fetch_row_counts()
-        yield from events.fetch_column_metadata()
+        yield from dbt.cli(args, context=context, target_path=Path(target)).stream()
+
+
+def add_mart_day_figures(context: dg.AssetExecutionContext, conn: psycopg.Connection, key: dg.AssetKey,
+                         first: date, last: date) -> None:
+    """Each day's materialisation of mart ``key``: its table, and that day's rows and (cost) totals.
+
+    Not dagster-dbt's fetch_row_counts(): it counts the whole table (the same
+    figure on every day), through the relation named in the parse-time manifest,
+    whose database is not the deployment's.
+    """
+    mart = key.path[-1]
+    rows = table_metadata.mart_rows_by_day(conn, mart, first, last)
+    totals = cost_report.day_totals(conn, first, last) if key == COST_DAILY else []
+    for day, count in rows.items():
+        figures: dict[str, Any] = {"dagster/table_name": f"marts.{mart}", "dagster/row_count": count}
+        if key == COST_DAILY:
+            figures["day_totals"] = day_totals_metadata([t for t in totals if t.day == day])
+        context.add_asset_metadata(figures, asset_key=key, partition_key=day.isoformat())
 
 
 @dbt_assets(
@@ -197,15 +210,11 @@ def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt
                      f"[{window.start.isoformat()}, {window.end.isoformat()})"
                      + (" (full refresh)" if config.full_refresh else ""))
     args = dbt_build_args(dbt_vars(window, zone), full_refresh=config.full_refresh)
-    for event in run_dbt(context, dbt, database, args, row_counts=True):
-        if isinstance(event, dg.Output) and event.output_name == COST_DAILY.to_python_identifier():
-            # Each day's materialisation carries that day's totals, not the run's range.
+    for event in run_dbt(context, dbt, database, args):
+        if isinstance(event, dg.Output):
+            key = context.asset_key_for_output(event.output_name)
             with database.connect() as conn:
-                totals = cost_report.day_totals(conn, first, last)
-            for day in context.partition_keys:
-                of_day = [t for t in totals if t.day.isoformat() == day]
-                context.add_asset_metadata({"day_totals": day_totals_metadata(of_day)},
-                                           asset_key=COST_DAILY, partition_key=day)
+                add_mart_day_figures(context, conn, key, first, last)
         elif isinstance(event, dg.AssetCheckResult) and event.check_name == TIEOUT_CHECK:
             with database.connect() as conn:
                 found = tieout.differences(conn, window.first_day, window.last_day)

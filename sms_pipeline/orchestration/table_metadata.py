@@ -9,12 +9,13 @@ become small tables rather than JSON blobs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import dagster as dg
 import psycopg
+from psycopg import sql
 
 from sms_pipeline.core.provider_time import day_bounds
 from sms_pipeline.db import queries
@@ -52,6 +53,14 @@ def counts(by_name: Mapping[str, int]) -> dg.MetadataValue:
     rows = sorted(by_name.items(), key=lambda item: (-item[1], item[0]))
     return dg.MetadataValue.table(records=[dg.TableRecord({"name": str(k), "count": int(v)}) for k, v in rows],
                                   schema=_COUNT_SCHEMA)
+
+
+def mart_rows_by_day(conn: psycopg.Connection, mart: str, first: date, last: date) -> dict[date, int]:
+    """Rows of ``marts.<mart>`` per day of ``first..last`` (0 for a day without rows)."""
+    found = dict(queries.run(conn, "metadata_mart_rows_by_day", identifiers={"mart": sql.Identifier(mart)},
+                             first=first, last=last).fetchall())
+    return {first + timedelta(days=n): found.get(first + timedelta(days=n), 0)
+            for n in range((last - first).days + 1)}
 
 
 def txn_report_rows_of_day(conn: psycopg.Connection, day: date) -> int:

@@ -35,7 +35,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from tests.support.environment import settings_for
-from tests.support.marts import Marts, rows_as_dicts
+from tests.support.marts import MARTS_TABLES, Marts, rows_as_dicts
 from tests.support.rows import billed, ensure_partitions, insert_messages
 
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
@@ -300,6 +300,14 @@ def test_a_range_run_gives_each_day_its_own_cost_totals(scenario):
     assert days_of_totals[(D - timedelta(days=2)).isoformat()] == []  # a day without traffic: no totals
     assert days_of_totals[D.isoformat()] == [D.isoformat()] * 3  # (unpriced), INR, USD
     assert len(days_of_totals) == 5
+    # each day's own rows (not the table's), under the mart's real name
+    rows = {(m.asset_key.path[-1], m.partition): m.metadata["dagster/row_count"].value
+            for m in result.asset_materializations_for_node("marts_daily")}
+    assert rows[("cost_daily", D_4.isoformat())] == 1
+    assert rows[("cost_daily", D.isoformat())] == len([r for r in EXPECTED_COST if r[0] == D])
+    assert {rows[("reconciliation_daily", (D_4 + timedelta(days=n)).isoformat())] for n in range(5)} == {1}
+    names = {m.metadata["dagster/table_name"].value for m in result.asset_materializations_for_node("marts_daily")}
+    assert names == {f"marts.{mart}" for mart in MARTS_TABLES}
 
 
 @pytest.fixture
