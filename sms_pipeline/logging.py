@@ -5,6 +5,11 @@ log every Dagster event, DEBUG ones included, to :data:`RUNS_LOGGER`, which
 writes ``logs/runs.log`` (with dbt's output) and reaches the terminal only
 with ``--verbose``; the terminal gets short progress lines instead.
 
+``sms-pipeline dev`` writes everything its processes print (the webserver's,
+daemon's and code server's INFO lines, every event of the runs they launch,
+DEBUG ones included, and dbt's output) to :func:`dev_log`, the simulator's to
+:func:`simulator_log`; the terminal shows only the lines at WARNING and above.
+
 Nothing here logs recipient numbers, bodies, codes or secrets; callers log
 ``attempt_key`` and counts instead.
 """
@@ -20,6 +25,16 @@ RUNS_LOGGER = "sms_pipeline.runs"
 def runs_log(home: Path) -> Path:
     """Every event of in-process Dagster runs, and dbt's output, whatever SMS_PIPELINE_LOG_LEVEL says."""
     return home / "logs" / "runs.log"
+
+
+def dev_log(home: Path) -> Path:
+    """What ``dagster dev`` (webserver, daemon, code server, run workers, dbt) prints under ``sms-pipeline dev``."""
+    return home / "logs" / "dagster-dev.log"
+
+
+def simulator_log(home: Path) -> Path:
+    """What the provider simulator started by ``sms-pipeline dev`` prints."""
+    return home / "logs" / "simulator.log"
 
 
 def configure(level: str, home: Path | None, *, verbose: bool = False) -> None:

@@ -6,19 +6,36 @@ configured provider is used. The simulator keeps its traffic in the home,
 where ``sms-pipeline demo`` left the demo's (same seed and time zone), so
 the UI's backfills replay the demo's days. Dagster's storage is the Postgres database
 ``SMS_PIPELINE_DAGSTER_DATABASE`` on the same server as the application.
+
+The terminal stays quiet: where the UI is, how to stop it, and the lines
+logged at WARNING or above (a Python warning too). Everything the processes
+print goes to files under ``$SMS_PIPELINE_HOME/logs/`` (``sms_pipeline.logging``):
+``dagster-dev.log`` takes the webserver's, daemon's and code server's INFO
+lines (``dagster dev --log-level info --code-server-log-level info``), every
+event of the runs they launch, DEBUG ones included (the runs' console logger
+takes ``python_logs.python_log_level: DEBUG`` from ``dagster.yaml``), and
+dbt's output (which the compute log manager also keeps per step, shown in the
+UI); ``simulator.log`` takes the simulator's. When ``dagster dev`` stops on
+its own, its last lines are shown.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
+from typing import IO
 
 from sms_pipeline.errors import UserError
+from sms_pipeline.logging import dev_log, simulator_log
 from sms_pipeline.settings import Settings
 
 # The checkout's workspace.yaml, written into DAGSTER_HOME so that an installed
@@ -82,6 +99,72 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: f
 
 
 _SUPERSEDED_NOTE = "ignore:Function `dev_command` is superseded"
+# dagster.yaml's python_logs handlers are "in beta"; each run would say so.
+_BETA_HANDLERS_NOTE = "ignore:Handling yaml-defined logging configuration"
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# A record of Dagster's loggers (services and runs): "2026-12-01 15:56:03 +0000 - dagster.daemon - INFO - ..."
+_DAGSTER_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? [+-]\d{4} - \S+ - ([A-Z]+) - ")
+# A record of sms_pipeline.logging's console handler (the simulator): "WARNING sms_pipeline.x: ..."
+_PROJECT_RECORD = re.compile(r"^([A-Z]+) [\w.]+: ")
+# What warnings.showwarning prints: "/path/module.py:12: SomeWarning: message"
+_PYTHON_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
+_SHOWN_LEVELS = {"WARNING", "ERROR", "CRITICAL"}
+_SERVING = re.compile(r"Serving dagster-webserver on (\S+)")
+TAIL_LINES = 20
+
+
+def shown_on_console(line: str) -> bool:
+    """Whether a line a child printed (colour codes removed) reaches the terminal as well as the log file.
+
+    Log records at WARNING and above and Python warnings do; INFO and DEBUG
+    records, dbt's output and the lines following a record (a traceback, an
+    event's metadata) stay in the file.
+    """
+    for pattern in (_DAGSTER_RECORD, _PROJECT_RECORD):
+        match = pattern.match(line)
+        if match:
+            return match.group(1) in _SHOWN_LEVELS
+    return bool(_PYTHON_WARNING.match(line))
+
+
+class Forwarder(threading.Thread):
+    """Copies a child's output to its log file, and the lines :func:`shown_on_console` to the terminal.
+
+    ``on_line`` sees every line (colour codes removed); ``tail`` keeps the last ones.
+    """
+
+    def __init__(self, source: IO[bytes], log_path: Path, console: IO[str], on_line=None) -> None:
+        super().__init__(daemon=True, name=f"forward to {log_path.name}")
+        self.source, self.log_path, self.console, self.on_line = source, log_path, console, on_line
+        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+
+    def run(self) -> None:
+        colour = self.console.isatty()
+        with self.log_path.open("a", encoding="utf-8") as log:
+            for raw in iter(self.source.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                plain = _ANSI.sub("", line)
+                log.write(plain)
+                log.flush()
+                plain = plain.rstrip("\n")
+                self.tail.append(plain)
+                if shown_on_console(plain):
+                    print(line.rstrip("\n") if colour else plain, file=self.console, flush=True)
+                if self.on_line is not None:
+                    self.on_line(plain)
+
+
+def _start_forwarder(process: subprocess.Popen, log_path: Path, on_line=None) -> Forwarder:
+    forwarder = Forwarder(process.stdout, log_path, sys.stdout, on_line)
+    forwarder.start()
+    return forwarder
+
+
+def _session_header(log_path: Path, what: str) -> None:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"==== {time.strftime('%Y-%m-%d %H:%M:%S %z')} sms-pipeline dev (pid {os.getpid()}): {what}\n")
 
 
 def dev(args: argparse.Namespace, settings: Settings) -> int:
@@ -97,34 +180,62 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
     workspace.write_text(WORKSPACE, encoding="utf-8")
     prepare_manifest(dbt_project(settings.home))
 
-    env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DO_NOT_TRACK="1",
+    env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DO_NOT_TRACK="1", PYTHONUNBUFFERED="1",
                # `dagster dev` calls itself superseded by `dg dev`, which is not a dependency here.
-               PYTHONWARNINGS=",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), _SUPERSEDED_NOTE))))
+               PYTHONWARNINGS=",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), _SUPERSEDED_NOTE,
+                                                     _BETA_HANDLERS_NOTE))))
     if not settings.database_url:
         # Child processes must use the same embedded server, wherever they start.
         env["SMS_PIPELINE_HOME"] = str(settings.home.resolve())
+    dagster_log, sim_log = dev_log(settings.home).resolve(), simulator_log(settings.home).resolve()
     children: list[subprocess.Popen] = []
+    forwarders: list[Forwarder] = []
+    stopping = False
     try:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
             sim_port = args.simulator_port or _free_port(args.host)
             _require_free(args.host, sim_port, "provider simulator")
-            simulator = subprocess.Popen(simulator_command(settings, args.host, sim_port), env=env)
+            _session_header(sim_log, "provider simulator")
+            simulator = subprocess.Popen(simulator_command(settings, args.host, sim_port), env=env,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             children.append(simulator)
-            _wait_for_port(args.host, sim_port, simulator)
+            forwarders.append(_start_forwarder(simulator, sim_log))
+            try:
+                _wait_for_port(args.host, sim_port, simulator)
+            except UserError as exc:
+                raise UserError(f"{exc} (its output: {sim_log})") from None
             env.update(
                 SMS_PROVIDER_BASE_URL=f"http://{args.host}:{sim_port}/SMSApi",
                 SMS_PROVIDER_USERID="demo",
                 SMS_PROVIDER_PASSWORD="demo",
             )
             print(f"provider simulator: http://{args.host}:{sim_port}/SMSApi")
-        print(f"Dagster UI: http://{args.host}:{args.port}  (DAGSTER_HOME={dagster_home})", flush=True)
+        print(f"Dagster UI: http://{args.host}:{args.port}  (DAGSTER_HOME={dagster_home})")
+        print(f"logs: {dagster_log} (webserver, daemon, runs' events, dbt's output); "
+              f"the terminal shows warnings and errors", flush=True)
+        _session_header(dagster_log, "dagster dev")
+
+        def on_line(line: str) -> None:
+            if _SERVING.search(line):
+                print("the UI is up; Ctrl-C stops it", flush=True)
+
         ui = subprocess.Popen(
-            [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port)],
-            env=env,
+            [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port),
+             "--log-level", "info", "--code-server-log-level", "info", "--log-format", "colored"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
         children.append(ui)
-        return ui.wait()
+        forwarders.append(_start_forwarder(ui, dagster_log, on_line))
+        code = ui.wait()
+        forwarders[-1].join(timeout=5)
+        if code != 0:
+            print(f"dagster dev exited with code {code}; its last lines (all of them in {dagster_log}):",
+                  file=sys.stderr)
+            for line in forwarders[-1].tail:
+                print(f"  {line}", file=sys.stderr)
+        return code
     except KeyboardInterrupt:
+        stopping = True
         return 0
     finally:
         for child in reversed(children):
@@ -135,3 +246,7 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
                 child.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 child.kill()
+        for forwarder in forwarders:
+            forwarder.join(timeout=5)
+        if stopping:
+            print("stopped", flush=True)

@@ -92,6 +92,7 @@ def _dev(env: dict[str, str], log_path: Path) -> Iterator[str]:
         _wait_http(f"http://127.0.0.1:{port}/server_info", process, timeout_s=240)
         startup = log_path.read_text(encoding="utf-8")
         assert "Warning" not in startup, startup  # a clean start is quiet: no Beta/Supersession notes
+        assert " - INFO - " not in startup, startup  # the services' chatter is in logs/dagster-dev.log
         yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(process.pid, signal.SIGINT)

@@ -1,0 +1,131 @@
+"""``sms-pipeline dev`` after the demo: a quiet terminal, and everything in ``logs/dagster-dev.log``.
+
+A person starts the UI and launches the daily job for a demo day (here
+through the webserver's GraphQL API, as the UI does). The terminal shows
+where the UI is and how to stop it, and nothing of the run: no INFO or DEBUG
+records, no dbt output. The log file has the services' INFO lines, the run's
+DEBUG events and dbt's output.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from sms_pipeline.db import connection
+from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+LAUNCH = """
+mutation($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}"""
+STATUS = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def env(db_url: str, pg_admin_url: str, tmp_path: Path):
+    dagster_db = f"dagster_{uuid.uuid4().hex[:10]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SMS_PIPELINE_", "SMS_PROVIDER_", "DAGSTER_"))}
+    env.update(SMS_PIPELINE_HOME=str(tmp_path / "home"), SMS_PIPELINE_DATABASE_URL=db_url,
+               SMS_PIPELINE_DAGSTER_DATABASE=dagster_db)
+    try:
+        yield env
+    finally:
+        with connection.connect_url(pg_admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dagster_db}" WITH (FORCE)')
+
+
+def _graphql(base: str, query: str, variables: dict) -> dict:
+    response = httpx.post(f"{base}/graphql", json={"query": query, "variables": variables}, timeout=30)
+    response.raise_for_status()
+    return response.json()["data"]
+
+
+def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, db_url, tmp_path) -> None:
+    demo = subprocess.run([sys.executable, "-m", "sms_pipeline.cli", "demo", "--days", "1", "--messages-per-day",
+                           "20"], env=env, capture_output=True, text=True, timeout=900)
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    with psycopg.connect(db_url) as conn:
+        (day,) = conn.execute("SELECT max(report_date) FROM dlr.report_checkpoints WHERE report_kind = %s",
+                              (DAY_REPORT_KIND,)).fetchone()
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    console_path = tmp_path / "console.txt"
+    with console_path.open("w") as console:
+        process = subprocess.Popen([sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
+                                   env=env, stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while "the UI is up" not in console_path.read_text(encoding="utf-8"):
+            assert process.poll() is None, console_path.read_text(encoding="utf-8")
+            assert time.monotonic() < deadline, console_path.read_text(encoding="utf-8")
+            time.sleep(1)
+        assert httpx.get(f"{base}/server_info", timeout=10).status_code == 200
+
+        launched = _graphql(base, LAUNCH, {"params": {
+            "selector": {"repositoryLocationName": "sms_pipeline", "repositoryName": "__repository__",
+                         "jobName": "daily_reports_job"},
+            "runConfigData": {},
+            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": day.isoformat()}]},
+        }})["launchRun"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        run_id = launched["run"]["runId"]
+        deadline = time.monotonic() + 600
+        status = None
+        while time.monotonic() < deadline:
+            status = _graphql(base, STATUS, {"id": run_id})["runOrError"].get("status")
+            if status in ("SUCCESS", "FAILURE", "CANCELED"):
+                break
+            time.sleep(3)
+        assert status == "SUCCESS"
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+
+    console_lines = console_path.read_text(encoding="utf-8").splitlines()
+    assert console_lines[0].startswith("provider simulator: http://127.0.0.1:")
+    assert console_lines[1].startswith(f"Dagster UI: {base}")
+    assert "the UI is up; Ctrl-C stops it" in console_lines
+    assert console_lines[-1] == "stopped"
+    assert len(console_lines) <= 8, console_lines  # a clean start and run: nothing else
+    console = "\n".join(console_lines)
+    assert "Warning" not in console  # no Beta/Supersession notes
+    assert not any(word in console for word in (" - INFO - ", " - DEBUG - ", "STEP_START", "Running dbt",
+                                                    "dbt=", "START sql"))
+
+    home = Path(env["SMS_PIPELINE_HOME"])
+    logged = (home / "logs" / "dagster-dev.log").read_text(encoding="utf-8")
+    assert "\x1b[" not in logged  # colour codes stripped
+    assert "dagster-webserver - INFO - Serving dagster-webserver" in logged
+    assert "dagster.daemon - INFO - " in logged
+    assert f" - DEBUG - daily_reports_job - {run_id} - " in logged and "STEP_START" in logged
+    assert "RUN_SUCCESS" in logged
+    assert "Running with dbt=" in logged and " START sql " in logged
+    assert "provider API: http://127.0.0.1:" in (home / "logs" / "simulator.log").read_text(encoding="utf-8")
