@@ -134,19 +134,22 @@ class _Pipeline:
 
     At each day's close only ingest and reconciliation run (what a person
     would watch happen overnight); the final run is the daily job itself,
-    marts included, over every demo day.
+    marts included, over every demo day. Each run is recorded as a run of
+    the code location ``sms-pipeline dev`` serves, so the UI can re-execute
+    it (:mod:`sms_pipeline.orchestration.location_runs`).
     """
 
     def __init__(self, settings: Settings, clock: VirtualClock, log_path: Path) -> None:
         import dagster as dg
 
         from sms_pipeline.definitions import definitions_for
+        from sms_pipeline.orchestration import location_runs
         from sms_pipeline.orchestration.instance import prepare_dagster_home
         from sms_pipeline.orchestration.schedules import DAILY_JOB, DAY_CLOSE_JOB
 
         os.environ.setdefault("DAGSTER_HOME", str(prepare_dagster_home(settings)))
         self._instance = dg.DagsterInstance.get()
-        defs = definitions_for(settings)
+        defs = location_runs.in_process(definitions_for(settings))
         self._daily = defs.resolve_job_def(DAILY_JOB)
         self._day_close = defs.resolve_job_def(DAY_CLOSE_JOB)
         self._clock = clock
@@ -159,18 +162,18 @@ class _Pipeline:
         self._run(self._daily, first, last)
 
     def _run(self, job, first: date, last: date) -> None:
+        from sms_pipeline.orchestration import location_runs
         from sms_pipeline.orchestration.schedules import partition_range_tags
 
         # dbt's console lines go to the demo's log file, not over the progress bars.
         with self._log_path.open("a", encoding="utf-8") as out, redirect_stdout(out):
-            result = job.execute_in_process(
-                instance=self._instance,
+            result = location_runs.run_in_process(
+                job, self._instance,
                 tags=partition_range_tags(first, last),
                 run_config={
                     "resources": {"clock": {"config": {"frozen_at": self._clock.now().isoformat()}}},
                     "loggers": {"console": {"config": {"log_level": "ERROR"}}},
                 },
-                raise_on_error=False,
             )
         if not result.success:
             failed = [e.step_key for e in result.all_events if e.is_step_failure]

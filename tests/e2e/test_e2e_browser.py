@@ -106,6 +106,9 @@ def _dev(env: dict[str, str], log_path: Path) -> Iterator[str]:
 @pytest.fixture
 def dev_server(dev_env, tmp_path: Path):
     env, dagster_url = dev_env
+    # A fresh install's partitions start at the first of the month of its first upgrade, which may
+    # be today (no closed day yet): this deployment, like one that backfills, names an earlier day.
+    env = {**env, "SMS_PIPELINE_PARTITION_START": "2026-01-01"}
     with _dev(env, tmp_path / "dev.log") as base:
         yield base, dagster_url
 
