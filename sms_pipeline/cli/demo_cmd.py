@@ -53,11 +53,33 @@ def demo(args: argparse.Namespace, settings: Settings) -> int:
         console.print("tie-out MISMATCH: the provider billed messages we still hold as `unknown` (their evidence "
                       "is ambiguous, e.g. an OTP resent inside the correlation window); nothing is guessed — "
                       "see marts.provider_tieout_daily and `sms-pipeline messages show`.")
+    unexplained = [] if result.already_there else _print_checks(console, result)
     console.print("Next: `sms-pipeline dev` opens the Dagster UI on these runs; "
                   "`sms-pipeline report cost --from D --to D` is finance's view.")
     if args.summary_json:
         summary.write_json(args.summary_json, result.days,
                            {"already_there": result.already_there,
                             "simulator_billed_units": result.simulator_billed_units,
-                            "elapsed_s": round(elapsed, 1)})
-    return 0
+                            "elapsed_s": round(elapsed, 1),
+                            "checks_passed": result.checks_passed,
+                            "checks_failed": [{"asset": c.asset, "check": c.name, "severity": c.severity}
+                                              for c in result.checks_failed]})
+    return 1 if unexplained else 0
+
+
+def _print_checks(console, result) -> list:
+    """The final run's asset checks: what the demo leaves for a person says why; anything else is a fault
+    (returned)."""
+    from sms_pipeline.demo.run import LEFT_FOR_A_PERSON
+
+    console.print(f"asset checks of the last run: {result.checks_passed} passed, {len(result.checks_failed)} failed")
+    unexplained = []
+    for check in result.checks_failed:
+        why = LEFT_FOR_A_PERSON.get(check.name) if not check.is_error else None
+        if why:
+            console.print(f"  [yellow]{check.severity}[/yellow] {check.asset} {check.name}: left on purpose: {why}",
+                          markup=True, highlight=False)
+        else:
+            unexplained.append(check)
+            console.print(f"  [red]{check.line()}[/red]", markup=True, highlight=False)
+    return unexplained

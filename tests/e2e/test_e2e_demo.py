@@ -43,6 +43,12 @@ def test_demo_figures_agree_with_the_database_and_the_provider(demo_env, db_url,
     figures = json.loads((tmp_path / "first.json").read_text())
     assert len(figures["days"]) == 2 and not figures["already_there"]
     assert all(day["sent"] > 0 and day["delivered"] > 0 for day in figures["days"])
+    # The final run's checks: the healthy data passes them; what fails is a warning the demo leaves on purpose.
+    from sms_pipeline.demo.run import LEFT_FOR_A_PERSON
+    assert figures["checks_passed"] >= 20
+    assert {c["severity"] for c in figures["checks_failed"]} <= {"WARN"}
+    assert {c["check"] for c in figures["checks_failed"]} <= set(LEFT_FOR_A_PERSON)
+    assert "asset checks of the last run" in first.stdout
 
     with psycopg.connect(db_url) as conn:
         row_cost, row_units = conn.execute(
