@@ -23,7 +23,7 @@ import yaml
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 from dagster_graphql.test.utils import execute_dagster_graphql
-from dagster_shared.serdes import deserialize_value
+
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.cli.dev_cmd import WORKSPACE
@@ -172,7 +172,7 @@ def _close_day_and_re_execute_it(pipeline: _Pipeline, instance: dg.DagsterInstan
         # The code server lets go of the run once its process has exited (it reads the run then): before
         # the code server stops and the Dagster database is dropped.
         client = context.get_code_location(LOCATION).client
-        wait_until(lambda: child_id not in deserialize_value(client.get_current_runs()).current_runs, 60,
+        wait_until(lambda: child_id not in dg.deserialize_value(client.get_current_runs()).current_runs, 60,
                    "the code server to let go of the run", every_s=0.5)
         assert finished.status == dg.DagsterRunStatus.SUCCESS, failures
         done_steps = {e.step_key for e in instance.all_logs(child_id, of_type=dg.DagsterEventType.STEP_SUCCESS)}
