@@ -9,7 +9,7 @@ worker and reconciliation leave them; written in bulk by SQL with triggers
 off, since only the rows' presence matters here). Each gets a queue of
 pending rows through the real intake and is vacuumed and analysed, as
 autovacuum would. Then claims of ``--batch`` rows (the worker's
-``claim_queue.sql`` through ``sms_pipeline.send.claim``, committed) run
+``claim_candidates.sql`` + ``claim_take.sql`` through ``sms_pipeline.send.claim``, committed) run
 alternately on the two databases, so that load from other jobs on the
 machine falls on both alike. Reports the medians, their ratio and the main
 lines of one claim's plan (EXPLAIN ANALYZE, rolled back) on each database.
@@ -87,7 +87,7 @@ def build(url: str, history: int, queue: int, label: str) -> None:
 
 def explain(conn: psycopg.Connection, batch: int) -> str:
     """The plan of one claim, executed and rolled back."""
-    text = queries.load("claim_queue")
+    text = queries.load("claim_candidates")
     params = {"channel": "sms", "message_class": "transactional", "now": RealClock().now(), "limit": batch}
     with conn.transaction(force_rollback=True):
         rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY ON) " + text, params).fetchall()

@@ -22,17 +22,19 @@ from datetime import date
 from decimal import Decimal
 
 import psycopg
+import pycountry
 from psycopg import errors
 
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
-from sms_pipeline.core.input_lines import BadLine, InvalidField, member
+from sms_pipeline.core.input_lines import BadLine, InvalidField, member, without_bom
 
 HEADER = ("tenant_id", "channel", "message_class", "unit_price", "currency", "valid_from", "valid_to")
 # NUMERIC(12,4): up to 8 integer digits and 4 decimals, written plainly.
 _PRICE = re.compile(r"\d{1,8}(\.\d{1,4})?", re.ASCII)
-_CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
+# ISO 4217 codes as pycountry lists them (its lookup ignores case; this set does not).
+_CURRENCIES = frozenset(currency.alpha_3 for currency in pycountry.currencies)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
 
@@ -81,8 +83,8 @@ def parse_rate(row: dict[str, str]) -> Rate:
     if not _PRICE.fullmatch(values["unit_price"]):
         raise InvalidField("unit_price", "must be a non-negative decimal with at most 8 digits "
                                          "before and 4 after the point, e.g. 0.0079")
-    if not _CURRENCY.fullmatch(values["currency"]):
-        raise InvalidField("currency", "must be a three-letter upper-case ISO code, e.g. INR")
+    if values["currency"] not in _CURRENCIES:
+        raise InvalidField("currency", "must be an ISO 4217 currency code in upper case, e.g. INR")
     valid_from = _date(values["valid_from"], "valid_from")
     valid_to = _date(values["valid_to"], "valid_to") if values["valid_to"] else None
     if valid_to is not None and valid_to <= valid_from:
@@ -97,7 +99,7 @@ def parse_rate_card(lines: Iterable[str]) -> tuple[list[Rate], list[BadLine]]:
     header = next(reader, None)
     if header is None:
         return [], [BadLine(1, None, "the file is empty; expected the header " + ",".join(HEADER))]
-    header = [name.strip().lstrip("\ufeff") for name in header]
+    header = [without_bom(name).strip() for name in header]
     if tuple(header) != HEADER:
         return [], [BadLine(1, None, "the header must be exactly " + ",".join(HEADER))]
     rates: list[Rate] = []

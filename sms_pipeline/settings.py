@@ -23,6 +23,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from sms_pipeline.core.states import MessageClass
+from sms_pipeline.core.redaction import mask_url_password
 from sms_pipeline.errors import SettingsError
 
 PREFIXES = ("SMS_PIPELINE_", "SMS_PROVIDER_")
@@ -67,7 +69,23 @@ def _zone(raw: Any) -> Any:
 def _postgres_url(raw: str) -> str:
     if not raw.startswith(("postgresql://", "postgres://")):
         raise ValueError("must start with postgresql://")
+    # Each host of the authority (libpq takes host1:port1,host2:port2) with a port of 1-65535.
+    authority = raw.split("://", 1)[1].rpartition("@")[2].split("/", 1)[0].split("?", 1)[0]
+    for host in authority.split(","):
+        if host.startswith("["):  # [IPv6]:port
+            port = host.partition("]")[2].removeprefix(":")
+        else:
+            port = host.rpartition(":")[2] if ":" in host else ""
+        if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError("has a port that is not a number from 1 to 65535")
     return raw
+
+
+def _segment_limit(value: int) -> int:
+    # A concatenated SMS has at most 255 parts (its header counts them in one byte).
+    if not 1 <= value <= 255:
+        raise ValueError("must be a whole number from 1 to 255")
+    return value
 
 
 def _database_name(raw: str) -> str:
@@ -89,10 +107,35 @@ def _log_level(raw: str) -> str:
     return level
 
 
+def _true_or_false(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    if raw.lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return raw.lower() == "true"
+
+
 def _otp_code_type(raw: str) -> str:
     if raw not in {"num", "alpha", "alphanum"}:
         raise ValueError("must be num, alpha or alphanum")
     return raw
+
+
+def resend_classes(raw: str) -> tuple[str, ...]:
+    """The classes of ``SMS_PIPELINE_RESEND_AFTER_PROOF`` (comma-separated, or ``none``); ValueError if bad."""
+    names = [part.strip().lower() for part in raw.split(",") if part.strip()]
+    if names == ["none"]:
+        return ()
+    if MessageClass.otp.value in names:
+        raise ValueError("otp is never re-sent automatically: a late code is useless (the user asks for a new one)")
+    unknown = [n for n in names if n not in {c.value for c in MessageClass}]
+    if unknown or not names:
+        raise ValueError("must be message classes separated by commas (transactional, promotional), or none")
+    return tuple(dict.fromkeys(names))
+
+
+def _resend_classes(raw: str) -> str:
+    return ",".join(resend_classes(raw)) or "none"
 
 
 PositiveInt = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_positive)]
@@ -101,6 +144,7 @@ PositiveFloat = Annotated[float, AfterValidator(_positive_number)]
 IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 Zone = Annotated[ZoneInfo, BeforeValidator(_zone)]
 PostgresUrl = Annotated[str, AfterValidator(_postgres_url)]
+SegmentLimit = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_segment_limit)]
 
 
 def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:
@@ -140,7 +184,9 @@ class Settings(BaseSettings):
     correlation_window_s: PositiveInt = _setting(
         "SMS_PIPELINE_CORRELATION_WINDOW_S", 90, "± seconds for correlation by reconstruction")
     claim_lease_s: PositiveInt = _setting(
-        "SMS_PIPELINE_CLAIM_LEASE_S", 300, "seconds before a claimed row becomes unknown")
+        "SMS_PIPELINE_CLAIM_LEASE_S", 300,
+        "seconds a worker may hold rows: then a claimed row (request never started) goes back to pending, "
+        "a sending row (request may have left) becomes unknown")
     validity_h: PositiveInt = _setting(
         "SMS_PIPELINE_VALIDITY_H", 96, "hours after submission before a receipt-less message expires")
     lookback_days: NonNegativeInt = _setting(
@@ -148,6 +194,13 @@ class Settings(BaseSettings):
     non_submission_grace_h: NonNegativeInt = _setting(
         "SMS_PIPELINE_NON_SUBMISSION_GRACE_H", 24,
         "hours after a provider day closes before absence proves non-submission")
+    resend_after_proof: Annotated[str, AfterValidator(_resend_classes)] = _setting(
+        "SMS_PIPELINE_RESEND_AFTER_PROOF", "transactional",
+        "message classes (comma-separated, or none) re-sent automatically once proved never submitted; "
+        "otp is refused")
+    resend_max_age_h: NonNegativeInt = _setting(
+        "SMS_PIPELINE_RESEND_MAX_AGE_H", 72,
+        "hours after a message was created beyond which a proved-unsent message is no longer re-sent")
     batch_size: PositiveInt = _setting("SMS_PIPELINE_BATCH_SIZE", 500, "recipients per send request")
     circuit_breaker_failures: PositiveInt = _setting(
         "SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES", 5, "consecutive failed sends that stop claiming for a while")
@@ -162,6 +215,16 @@ class Settings(BaseSettings):
     otp_expiry_s: PositiveInt = _setting("SMS_PIPELINE_OTP_EXPIRY_S", 300, "seconds an OTP code is valid")
     otp_max_attempts: PositiveInt = _setting(
         "SMS_PIPELINE_OTP_MAX_ATTEMPTS", 5, "wrong guesses before a code is locked")
+    otp_retry_after_s: NonNegativeInt = _setting(
+        "SMS_PIPELINE_OTP_RETRY_AFTER_S", 30,
+        "seconds after an OTP during which intake refuses another to the same number and purpose "
+        "(the provider's retryAfter); 0 = no check at intake")
+    max_send_delay_h: PositiveInt = _setting(
+        "SMS_PIPELINE_MAX_SEND_DELAY_H", 24,
+        "hours after its due time a non-OTP message without expires_at may still be sent, then it expires "
+        "(an OTP expires SMS_PIPELINE_OTP_EXPIRY_S after it is due)")
+    max_body_segments: SegmentLimit = _setting(
+        "SMS_PIPELINE_MAX_BODY_SEGMENTS", 10, "longest body intake accepts, in SMS segments (1-255)")
     report_concurrency: PositiveInt = _setting("SMS_PIPELINE_REPORT_CONCURRENCY", 4, "concurrent report requests")
     report_max_retries: NonNegativeInt = _setting(
         "SMS_PIPELINE_REPORT_MAX_RETRIES", 5, "retries of a report call on 429, 5xx or time-out")
@@ -180,10 +243,18 @@ class Settings(BaseSettings):
         "SMS_PROVIDER_TIMEZONE", ZoneInfo("Asia/Kolkata"), "provider's wall-clock zone for report dates and times")
     provider_connect_timeout_s: PositiveFloat = _setting("SMS_PROVIDER_CONNECT_TIMEOUT_S", 5.0, "connect time-out")
     provider_read_timeout_s: PositiveFloat = _setting("SMS_PROVIDER_READ_TIMEOUT_S", 30.0, "read time-out")
+    provider_xml_send: Annotated[bool, BeforeValidator(_true_or_false)] = _setting(
+        "SMS_PROVIDER_XML_SEND", True,
+        "true: rows with different bodies share a request (the provider's XML send); false: one request per body")
 
     @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
+
+    @property
+    def resend_classes(self) -> tuple[str, ...]:
+        """``SMS_PIPELINE_RESEND_AFTER_PROOF`` as a tuple of classes (empty for ``none``)."""
+        return resend_classes(self.resend_after_proof)
 
     @classmethod
     def settings_customise_sources(
@@ -225,11 +296,27 @@ SECRET_VARIABLES = frozenset(
     str(f.validation_alias) for f in Settings.model_fields.values()
     if SecretStr in get_args(f.annotation) or not f.repr
 )
+# Of those, the URLs that carry a password: shown with the password masked, well-formed or not.
+URL_VARIABLES = frozenset(
+    str(f.validation_alias) for f in Settings.model_fields.values()
+    if not f.repr and SecretStr not in get_args(f.annotation)
+)
+
+
+def shown_value(variable: str, raw: str) -> str:
+    """How the value of ``variable`` may be printed: a URL with its password masked, another secret not at all."""
+    if variable in URL_VARIABLES:
+        return mask_url_password(raw)
+    if variable in SECRET_VARIABLES:
+        return "***"
+    return raw
 
 
 def _shown(default: Any) -> str | None:
     if default is None:
         return None
+    if isinstance(default, bool):
+        return "true" if default else "false"
     if isinstance(default, float):
         return f"{default:g}"
     if isinstance(default, date):
@@ -255,6 +342,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         error = exc.errors()[0]
         variable = str(error["loc"][0]) if error["loc"] else "?"
         raw = env.get(variable, "")
-        shown = "***" if variable in SECRET_VARIABLES else repr(raw)
+        shown = "***" if variable in SECRET_VARIABLES and variable not in URL_VARIABLES \
+            else repr(shown_value(variable, raw.strip()))
         reason = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
         raise SettingsError(f"malformed setting {variable}={shown}: {reason}") from None

@@ -25,7 +25,8 @@ RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN p_from = p_to OR CASE p_from
     WHEN 'pending'   THEN p_to IN ('claimed', 'expired')
-    WHEN 'claimed'   THEN p_to IN ('pending', 'submitted', 'rejected', 'unknown')
+    WHEN 'claimed'   THEN p_to IN ('pending', 'sending', 'expired')
+    WHEN 'sending'   THEN p_to IN ('submitted', 'rejected', 'unknown', 'pending')
     WHEN 'submitted' THEN p_to IN ('delivered', 'failed', 'expired')
     WHEN 'unknown'   THEN p_to IN ('submitted', 'failed')
     WHEN 'failed'    THEN p_to = 'superseded'

@@ -8,7 +8,7 @@
 
 -- The OTP sidecar's retention: verifications that expired before p_before (they
 -- can no longer be used), and requests whose message is no longer waiting to be
--- sent (pending/claimed) and was created before p_before. The foreign keys
+-- sent (pending/claimed/sending) and was created before p_before. The foreign keys
 -- block detaching a message partition while requests reference it, so this
 -- runs before message partitions are dropped (upkeep calls it first). Returns
 -- the verifications purged.
@@ -25,7 +25,7 @@ BEGIN
      WHERE m.id = r.message_id AND m.created_at = r.message_created_at
        AND r.message_created_at < p_before
        AND m.created_at < p_before
-       AND m.state NOT IN ('pending', 'claimed');
+       AND m.state NOT IN ('pending', 'claimed', 'sending');
     RETURN purged;
 END;
 $$;

@@ -99,8 +99,6 @@ def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: f
 
 
 _SUPERSEDED_NOTE = "ignore:Function `dev_command` is superseded"
-# dagster.yaml's python_logs handlers are "in beta"; each run would say so.
-_BETA_HANDLERS_NOTE = "ignore:Handling yaml-defined logging configuration"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # A record of Dagster's loggers (services and runs): "2026-12-01 15:56:03 +0000 - dagster.daemon - INFO - ..."
@@ -182,8 +180,7 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
 
     env = dict(os.environ, DAGSTER_HOME=str(dagster_home), DO_NOT_TRACK="1", PYTHONUNBUFFERED="1",
                # `dagster dev` calls itself superseded by `dg dev`, which is not a dependency here.
-               PYTHONWARNINGS=",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), _SUPERSEDED_NOTE,
-                                                     _BETA_HANDLERS_NOTE))))
+               PYTHONWARNINGS=",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), _SUPERSEDED_NOTE))))
     if not settings.database_url:
         # Child processes must use the same embedded server, wherever they start.
         env["SMS_PIPELINE_HOME"] = str(settings.home.resolve())

@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def show(args: argparse.Namespace, settings: Settings) -> int:
     for env, default, meaning in settings_module.describe():
         current = os.environ.get(env)
-        if current and env in settings_module.SECRET_VARIABLES:
+        if current and env in settings_module.URL_VARIABLES:
+            current = settings_module.shown_value(env, current)  # the password masked
+        elif current and env in settings_module.SECRET_VARIABLES:
             current = "(set, hidden)"
         print(f"{env}\n    default: {default if default is not None else '(unset)'}"
               f"\n    current: {current if current else '(default)'}\n    {meaning}")

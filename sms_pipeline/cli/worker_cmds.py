@@ -25,7 +25,8 @@ from sms_pipeline.settings import Settings
 from sms_pipeline import intake, rates
 from sms_pipeline.ops import messages as message_tools
 from sms_pipeline.send.breaker import CircuitBreaker
-from sms_pipeline.send.loop import Worker, bulk_strategies, select_queues
+from sms_pipeline.send.loop import Worker, select_queues
+from sms_pipeline.send.personalised import sms_strategies
 
 # How many bad lines are printed one by one before the rest are only counted.
 _BAD_LINES_SHOWN = 50
@@ -105,7 +106,9 @@ def enqueue_file(args: argparse.Namespace, settings: Settings) -> int:
         result = intake.enqueue_lines(conn, lines, clock=RealClock(), chunk_size=args.chunk_size,
                                       workers=args.workers,
                                       on_bytes=lambda n: progress.advance(task, n),
-                                      otp_code_length=settings.otp_code_length)
+                                      policy=intake.IntakePolicy.from_settings(settings),
+                                      otp_code_length=settings.otp_code_length,
+                                      max_body_segments=settings.max_body_segments)
     for bad in result.bad_lines[:_BAD_LINES_SHOWN]:
         print(f"{path.name}: {bad}", file=sys.stderr)
     if len(result.bad_lines) > _BAD_LINES_SHOWN:
@@ -156,7 +159,8 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     policy = OtpPolicy(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
                        settings.otp_max_attempts, codes.hmac_key(settings.otp_hmac_key, settings.home))
     with ProviderClient.from_settings(settings) as client:
-        strategies = {**bulk_strategies(client, zone), **otp_strategies(client, zone, policy)}
+        strategies = {**sms_strategies(client, zone, xml_send=settings.provider_xml_send),
+                      **otp_strategies(client, zone, policy)}
         queues = select_queues(strategies, channels=args.channel, classes=args.message_class)
         worker = Worker(
             lambda: connection.connect_url(url, autocommit=True),
@@ -172,7 +176,8 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     print(f"requests={summary.requests} claimed={summary.claimed} submitted={summary.submitted} "
           f"rejected={summary.rejected} unknown={summary.unknown} released={summary.released} "
           f"unpriced={summary.unpriced} claims_expired={summary.claims_expired} "
-          f"pending_expired={summary.pending_expired}")
+          f"claims_released={summary.claims_released} pending_expired={summary.pending_expired} "
+          f"expired_unsent={summary.expired_unsent}")
     if summary.stopped_by in ("breaker_open", "rate_limited"):
         print(f"sms-pipeline: worker stopped early ({summary.stopped_by.replace('_', ' ')}); "
               "due messages are still pending", file=sys.stderr)

@@ -15,6 +15,15 @@ class InvalidRecipient(ValueError):
     """A recipient that is not a valid phone number."""
 
 
+class NotMobile(InvalidRecipient):
+    """A valid phone number that cannot receive an SMS: a landline, a toll-free or premium number..."""
+
+
+# Number types an SMS can reach. FIXED_LINE_OR_MOBILE is where a numbering plan
+# does not tell them apart (the US, Canada): such a number is given the benefit.
+_MOBILE_TYPES = frozenset({phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE})
+
+
 def _parse_valid(text: str, region: str | None) -> phonenumbers.PhoneNumber | None:
     try:
         number = phonenumbers.parse(text, region)
@@ -23,6 +32,14 @@ def _parse_valid(text: str, region: str | None) -> phonenumbers.PhoneNumber | No
     if phonenumbers.is_possible_number(number) and phonenumbers.is_valid_number(number):
         return number
     return None
+
+
+def normalise_mobile(raw: str, default_region: str = "IN") -> str:
+    """:func:`normalise`, refusing (:class:`NotMobile`) a valid number that is not a mobile's."""
+    digits = normalise(raw, default_region)
+    if phonenumbers.number_type(phonenumbers.parse("+" + digits)) not in _MOBILE_TYPES:
+        raise NotMobile(f"not a mobile number (a landline or a special service number): {raw!r}")
+    return digits
 
 
 def normalise(raw: str, default_region: str = "IN") -> str:

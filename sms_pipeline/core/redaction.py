@@ -38,3 +38,25 @@ def mask_in_loggers(*names: str) -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+# scheme://user:password@rest: the password runs to the last '@' (an unencoded
+# '@', '/', '?' or '#' in it makes the URL malformed, not the password public).
+_URL_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/?#]*):(?P<password>.*)@(?P<tail>[^@]*)$",
+                           re.DOTALL)
+
+
+def mask_url_password(url: str) -> str:
+    """``url`` with its password replaced by ``***``, even when the URL is malformed (a bad port, an
+    unencoded character in the password), and ``password=`` parameters masked too."""
+    masked, found = _URL_PASSWORD.subn(r"\g<head>:***@\g<tail>", url)
+    if not found and "@" in url:
+        # Not even scheme://user:password@: everything before the last '@' may be a secret.
+        prefix = _SCHEME_PREFIX.match(url)
+        kept = prefix.group() if prefix else ""
+        if ":" in url.rpartition("@")[0][len(kept):]:  # a user alone is no secret
+            masked = kept + "***@" + url.rpartition("@")[2]
+    return mask_credentials(masked)
+
+
+_SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:/*")

@@ -11,7 +11,8 @@ from enum import StrEnum
 
 class MessageState(StrEnum):
     pending = "pending"
-    claimed = "claimed"
+    claimed = "claimed"  # a worker holds it; its request has provably not started
+    sending = "sending"  # its request started: it may have reached the provider
     submitted = "submitted"
     rejected = "rejected"
     delivered = "delivered"
@@ -48,10 +49,13 @@ LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
     for old, new in (
         (_S.pending, _S.claimed),
         (_S.pending, _S.expired),  # scheduled window passed unclaimed
-        (_S.claimed, _S.pending),  # only when provably nothing was sent
-        (_S.claimed, _S.submitted),
-        (_S.claimed, _S.rejected),
-        (_S.claimed, _S.unknown),  # ambiguous outcome or lease ran out
+        (_S.claimed, _S.pending),  # released, or the lease ran out: its request never started
+        (_S.claimed, _S.sending),  # committed just before the request goes out
+        (_S.claimed, _S.expired),  # expires_at passed before the request started
+        (_S.sending, _S.submitted),
+        (_S.sending, _S.rejected),
+        (_S.sending, _S.unknown),  # ambiguous outcome or lease ran out
+        (_S.sending, _S.pending),  # only when the provider provably took nothing
         (_S.submitted, _S.delivered),
         (_S.submitted, _S.failed),
         (_S.submitted, _S.expired),

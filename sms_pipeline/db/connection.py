@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
+from sms_pipeline.core.redaction import mask_url_password
 from sms_pipeline.db import embedded, queries
 from sms_pipeline.errors import DatabaseUnavailable
 from sms_pipeline.settings import Settings
@@ -31,12 +32,8 @@ def with_database(url: str, dbname: str) -> str:
 
 
 def redact(url: str) -> str:
-    """A URL safe to print: the password replaced."""
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        parts = parts._replace(netloc=netloc)
-    return urlunsplit(parts)
+    """A URL safe to print: the password replaced, even in a malformed URL (core.redaction)."""
+    return mask_url_password(url)
 
 
 def sqlalchemy_psycopg2_url(url: str) -> str:

@@ -294,13 +294,15 @@ class _Sender:
         from sms_pipeline.otp import codes
         from sms_pipeline.send.otp import OtpPolicy, otp_strategies
         from sms_pipeline.send.breaker import CircuitBreaker
-        from sms_pipeline.send.loop import Worker, bulk_strategies
+        from sms_pipeline.send.loop import Worker
+        from sms_pipeline.send.personalised import sms_strategies
 
         s = self._settings
         zone = s.provider_timezone.key
         policy = OtpPolicy(s.otp_code_length, s.otp_code_type, s.otp_expiry_s, s.otp_max_attempts,
                            codes.hmac_key(s.otp_hmac_key, s.home))
-        strategies = {**bulk_strategies(self._client, zone), **otp_strategies(self._client, zone, policy)}
+        strategies = {**sms_strategies(self._client, zone, xml_send=s.provider_xml_send),
+                      **otp_strategies(self._client, zone, policy)}
         return Worker(lambda: connection.connect_url(self._url, autocommit=True), strategies, clock=self._clock,
                       batch_size=s.batch_size, lease=timedelta(seconds=s.claim_lease_s),
                       breaker=CircuitBreaker(s.circuit_breaker_failures, s.circuit_breaker_cooldown_s),

@@ -51,7 +51,14 @@ class Wave:
 
 
 def _indian_mobile(rng: random.Random) -> str:
-    return f"+91{rng.choice('6789')}{rng.randrange(10**9):09d}"
+    """A valid Indian mobile number (intake refuses landlines, and +91 6-9... holds some)."""
+    while True:
+        candidate = f"+91{rng.choice('6789')}{rng.randrange(10**9):09d}"
+        try:
+            msisdn.normalise_mobile(candidate)
+        except msisdn.InvalidRecipient:
+            continue
+        return candidate
 
 
 def _foreign_mobile(rng: random.Random) -> str:
@@ -59,7 +66,7 @@ def _foreign_mobile(rng: random.Random) -> str:
     while True:
         candidate = f"+447{rng.randrange(10**9):09d}"
         try:
-            msisdn.normalise(candidate)
+            msisdn.normalise_mobile(candidate)
         except msisdn.InvalidRecipient:
             continue
         return candidate

@@ -9,7 +9,9 @@ already made); :mod:`otp_requests` holds the fields only an OTP carries
 from sms_pipeline.intake.messages import (
     Enqueued,
     FileIntake,
+    IntakePolicy,
     NewMessage,
+    OtpTooSoon,
     enqueue,
     enqueue_lines,
     new_message,
@@ -18,5 +20,5 @@ from sms_pipeline.intake.messages import (
     validate_lines,
 )
 
-__all__ = ["Enqueued", "FileIntake", "NewMessage", "enqueue", "enqueue_lines", "new_message",
-           "parse_line", "read_jsonl", "validate_lines"]
+__all__ = ["Enqueued", "FileIntake", "IntakePolicy", "NewMessage", "OtpTooSoon", "enqueue", "enqueue_lines",
+           "new_message", "parse_line", "read_jsonl", "validate_lines"]

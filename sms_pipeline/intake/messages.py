@@ -21,19 +21,20 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import psycopg
 from psycopg import errors
 
 from sms_pipeline.core import keys, msisdn, otp, segments
+from sms_pipeline.core.channels import SENDABLE_CHANNELS
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import queries
 from sms_pipeline.intake import otp_requests
-from sms_pipeline.core.input_lines import BadLine, InvalidField, member
+from sms_pipeline.core.input_lines import BadLine, InvalidField, member, text_problem, without_bom
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,15 @@ FIELDS = frozenset({*REQUIRED_TEXT, "event_id", *OPTIONAL_IDS, *OPTIONAL_TIMES, 
 # JSON number in a JavaScript producer is already corrupted.
 _PROVIDER_IDS = frozenset({"dlt_entity_id", "dlt_template_id"})
 _WHITESPACE = re.compile(r"\s")
+# What the provider and the DLT registry take: a sender id of 3-11 letters or
+# digits, template and DLT ids of 1-30 digits.
+_SENDER_ID = re.compile(r"[A-Za-z0-9]{3,11}", re.ASCII)
+_NUMERIC_ID = re.compile(r"[0-9]{1,30}", re.ASCII)
+# The control characters an SMS body may hold: line breaks (GSM 03.38 has LF
+# and CR) and tab. Any other is refused; NUL always is (Postgres cannot store it).
+BODY_CONTROLS = "\n\r\t"
+# A body longer than this many segments is refused (SMS_PIPELINE_MAX_BODY_SEGMENTS).
+DEFAULT_MAX_BODY_SEGMENTS = 10
 # A concurrent intake of the same key makes the insert fail; each retry sees
 # more committed keys, so a few rounds always suffice.
 _MAX_INSERT_ROUNDS = 5
@@ -76,6 +86,49 @@ class NewMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class IntakePolicy:
+    """What intake adds to a request from the settings: default expiry, the OTP retry-after check.
+
+    A row without ``expires_at`` gets one: an OTP expires with its code
+    (``SMS_PIPELINE_OTP_EXPIRY_S`` after it is due), any other message
+    ``SMS_PIPELINE_MAX_SEND_DELAY_H`` after it is due (``scheduled_for``, else
+    now). ``otp_retry_after_s`` (``SMS_PIPELINE_OTP_RETRY_AFTER_S``): a new OTP
+    to the same tenant, number and purpose as one taken less than that ago is
+    refused; None leaves that to the provider (its ``retryAfter`` rejects it at send).
+    """
+
+    otp_expiry_s: int = 300
+    max_send_delay_h: int = 24
+    otp_retry_after_s: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: object) -> IntakePolicy:
+        return cls(otp_expiry_s=settings.otp_expiry_s,  # type: ignore[attr-defined]
+                   max_send_delay_h=settings.max_send_delay_h,  # type: ignore[attr-defined]
+                   otp_retry_after_s=settings.otp_retry_after_s or None)  # type: ignore[attr-defined]
+
+    def expires_at(self, message: NewMessage, now: datetime) -> datetime:
+        if message.expires_at is not None:
+            return message.expires_at
+        due = message.scheduled_for or now
+        if message.message_class is MessageClass.otp:
+            return due + timedelta(seconds=self.otp_expiry_s)
+        return due + timedelta(hours=self.max_send_delay_h)
+
+
+DEFAULT_POLICY = IntakePolicy()
+
+
+class OtpTooSoon(InvalidField):
+    """A second OTP to the same number and purpose inside the provider's retry-after."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__("recipient", f"another OTP to this number for this purpose was requested less than "
+                                      f"{retry_after_s} s ago (SMS_PIPELINE_OTP_RETRY_AFTER_S); "
+                                      "the provider would refuse it")
+
+
+@dataclass(frozen=True, slots=True)
 class Enqueued:
     """The row a request maps to; ``created`` is False when the event was already there."""
 
@@ -86,7 +139,7 @@ class Enqueued:
     created: bool
 
 
-def _text(record: Mapping[str, object], name: str, *, required: bool) -> str | None:
+def _text(record: Mapping[str, object], name: str, *, required: bool, allowed_controls: str = "") -> str | None:
     value = record.get(name)
     if value is None:
         if required:
@@ -97,6 +150,11 @@ def _text(record: Mapping[str, object], name: str, *, required: bool) -> str | N
         raise InvalidField(name, f"must be a string, got a JSON {_json_kind(value)}{hint}")
     if required and not value.strip():
         raise InvalidField(name, "must not be empty")
+    # Before anything else reads it: a NUL or a lone surrogate would fail the
+    # database write (or the UTF-8 encoding before it), taking the batch along.
+    problem = text_problem(value, allowed_controls=allowed_controls)
+    if problem is not None:
+        raise InvalidField(name, problem)
     return value
 
 
@@ -114,6 +172,19 @@ def _identifier(record: Mapping[str, object], name: str, *, required: bool) -> s
     if not value.isprintable() or _WHITESPACE.search(value):
         raise InvalidField(name, "must not contain spaces or control characters")
     return value
+
+
+def _pattern_id(record: Mapping[str, object], name: str, pattern: re.Pattern[str], rule: str, *,
+                required: bool) -> str | None:
+    value = _identifier(record, name, required=required)
+    if value is not None and not pattern.fullmatch(value):
+        raise InvalidField(name, f"must be {rule}")
+    return value
+
+
+def _field_name(name: str) -> str:
+    """A field name fit to print: an unknown key may hold anything."""
+    return name if name.isprintable() and text_problem(name) is None else ascii(name)
 
 
 def _event_id(record: Mapping[str, object]) -> str:
@@ -148,32 +219,58 @@ def _count(body: str, message_class: MessageClass, otp_code_length: int) -> segm
     return segments.count_segments(body)
 
 
-def new_message(record: Mapping[str, object], *, otp_code_length: int = 6,
-                default_region: str = "IN") -> NewMessage:
+def _body(record: Mapping[str, object], message_class: MessageClass, otp_code_length: int,
+          max_segments: int) -> tuple[str, segments.SegmentCount]:
+    body = _text(record, "body", required=True, allowed_controls=BODY_CONTROLS)
+    too_long = f"longer than {max_segments} segments (SMS_PIPELINE_MAX_BODY_SEGMENTS)"
+    # Every character costs at least one unit, and an OTP's rendered text is at
+    # least a fifth of its template ("$otp$" becomes a code of one or more
+    # characters): a body longer than this cannot fit, and is refused before
+    # anything counts (or caches) it.
+    gsm7 = segments.GSM7
+    most_characters = max(segments.SINGLE_CAPACITY[gsm7], max_segments * segments.MULTI_CAPACITY[gsm7])
+    if message_class is MessageClass.otp:
+        most_characters *= len(otp.PLACEHOLDER_OTP)
+    if len(body) > most_characters:  # type: ignore[arg-type]
+        raise InvalidField("body", too_long)
+    try:
+        count = _count(body, message_class, otp_code_length)  # type: ignore[arg-type]
+    except otp.MissingPlaceholder:
+        raise InvalidField("body", f"an OTP body must contain the {otp.PLACEHOLDER_OTP} placeholder") from None
+    if count.segments > max_segments:
+        raise InvalidField("body", f"{too_long}: {count.segments} {count.encoding} segments")
+    return body, count  # type: ignore[return-value]
+
+
+def new_message(record: Mapping[str, object], *, otp_code_length: int = 6, default_region: str = "IN",
+                max_body_segments: int = DEFAULT_MAX_BODY_SEGMENTS) -> NewMessage:
     """Validate one request; raise :class:`InvalidField` naming the first bad field."""
     unknown = sorted(set(record) - FIELDS)
     if unknown:
-        raise InvalidField(unknown[0], "unknown field")
+        raise InvalidField(_field_name(unknown[0]), "unknown field")
     tenant_id = _identifier(record, "tenant_id", required=True)
     event_type = _text(record, "event_type", required=True)
     event_id = _event_id(record)
     message_class = member(MessageClass, _text(record, "message_class", required=True), "message_class")
     channel = member(Channel, _text(record, "channel", required=True), "channel")
-    sender_id = _identifier(record, "sender_id", required=True)
+    if channel not in SENDABLE_CHANNELS:
+        sendable = ", ".join(sorted(SENDABLE_CHANNELS))
+        raise InvalidField("channel", f"{channel} has no send strategy yet (sendable: {sendable}); "
+                                      "it would wait in pending for ever")
+    sender_id = _pattern_id(record, "sender_id", _SENDER_ID, "3 to 11 letters or digits", required=True)
     raw_recipient = _text(record, "recipient", required=True)
     try:
-        recipient = msisdn.normalise(raw_recipient, default_region)  # type: ignore[arg-type]
+        recipient = msisdn.normalise_mobile(raw_recipient, default_region)  # type: ignore[arg-type]
+    except msisdn.NotMobile:
+        raise InvalidField("recipient", "not a mobile number (a landline or a special service number "
+                                        "cannot receive an SMS)") from None
     except msisdn.InvalidRecipient:
         # The number itself stays out of the message.
         raise InvalidField("recipient", f"not a valid phone number (default region {default_region})") from None
-    body = _text(record, "body", required=True)
-    try:
-        count = _count(body, message_class, otp_code_length)  # type: ignore[arg-type]
-    except otp.MissingPlaceholder:
-        raise InvalidField("body", f"an OTP body must contain the {otp.PLACEHOLDER_OTP} placeholder") from None
+    body, count = _body(record, message_class, otp_code_length, max_body_segments)
     otp_purpose, otp_session_binding = otp_requests.request_fields(record, message_class)
     template_id, dlt_entity_id, dlt_template_id = (
-        _identifier(record, name, required=False) for name in OPTIONAL_IDS)
+        _pattern_id(record, name, _NUMERIC_ID, "1 to 30 digits", required=False) for name in OPTIONAL_IDS)
     scheduled_for, expires_at = (_instant(record, name) for name in OPTIONAL_TIMES)
     if expires_at is not None and scheduled_for is not None and expires_at <= scheduled_for:
         raise InvalidField("expires_at", "must be later than scheduled_for")
@@ -236,39 +333,91 @@ def ensure_partition_for(conn: psycopg.Connection, at: datetime) -> None:
     queries.run(conn, "intake_ensure_partition", partition=f"msg.outbound_message_{at:%Y_%m}", at=at)
 
 
-def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: Clock) -> list[Enqueued]:
+def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: Clock,
+            policy: IntakePolicy = DEFAULT_POLICY) -> list[Enqueued]:
     """Insert the requests whose keys are new; return the row each request maps to, in order.
 
     One transaction (a savepoint if the caller has one open). ``created_at``
-    is the clock's now. Safe to run concurrently with itself: a key inserted
-    by another transaction in the meantime makes the insert fail with a
-    unique violation, and the statement is retried, now skipping that key.
+    is the clock's now; ``policy`` fills in expiry (and may refuse an OTP sent
+    too soon: then :class:`OtpTooSoon` is raised and nothing is written). Safe
+    to run concurrently with itself: a key inserted by another transaction in
+    the meantime makes the insert fail with a unique violation, and the
+    statement is retried, now skipping that key.
     """
+    return _enqueue(conn, messages, clock=clock, policy=policy, strict=True)  # type: ignore[return-value]
+
+
+def _enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: Clock, policy: IntakePolicy,
+             strict: bool) -> list[Enqueued | InvalidField]:
+    """:func:`enqueue`; without ``strict``, a refused request takes its place in the result as its refusal."""
     if not messages:
         return []
     now = clock.now()
+    results: list[Enqueued | InvalidField | None] = [None] * len(messages)
     with conn.transaction():
+        for position, refusal in _otp_refusals(conn, messages, now, policy).items():
+            if strict:
+                raise refusal  # rolls the batch back
+            results[position] = refusal
+        accepted = [ord_ for ord_, result in enumerate(results) if result is None]
+        if not accepted:
+            return results  # type: ignore[return-value]
         ensure_partition_for(conn, now)
         queries.run(conn, "intake_stage_create")
         with queries.copy(conn, "intake_stage_copy",
                           identifiers={"columns": queries.column_list(_STAGING_COLUMNS)}) as copy:
-            for ord_, m in enumerate(messages):
+            for ord_ in accepted:
+                m = messages[ord_]
                 copy.write_row((ord_, m.tenant_id, m.business_key, m.channel.value, m.message_class.value,
                                 m.recipient, m.sender_id, m.body, m.encoding, m.segments, m.template_id,
-                                m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, m.expires_at))
+                                m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, policy.expires_at(m, now)))
         created_ids = _insert_new(conn, now)
         rows = queries.run(conn, "intake_resolve").fetchall()
         otp_requests.record_requests(conn, messages, [(row[0], row[1], row[2]) for row in rows])
-    if len(rows) != len(messages):
-        raise RuntimeError(f"intake resolved {len(rows)} of {len(messages)} requests")
-    results = []
-    for _ord, message_id, created_at, attempt_key, state in rows:
+    if len(rows) != len(accepted):
+        raise RuntimeError(f"intake resolved {len(rows)} of {len(accepted)} requests")
+    for ord_, message_id, created_at, attempt_key, state in rows:
         # A key repeated within the batch: only its first line created the row.
-        results.append(Enqueued(message_id, created_at, attempt_key, state, message_id in created_ids))
+        results[ord_] = Enqueued(message_id, created_at, attempt_key, state, message_id in created_ids)
         created_ids.discard(message_id)
-    created = sum(r.created for r in results)
-    log.info("intake requests=%d created=%d existing=%d", len(results), created, len(results) - created)
-    return results
+    created = sum(isinstance(r, Enqueued) and r.created for r in results)
+    log.info("intake requests=%d created=%d existing=%d refused=%d", len(rows), created,
+             len(rows) - created, len(results) - len(rows))
+    return results  # type: ignore[return-value]
+
+
+def _otp_refusals(conn: psycopg.Connection, messages: Sequence[NewMessage], now: datetime,
+                  policy: IntakePolicy) -> dict[int, InvalidField]:
+    """Positions of the new OTP requests that come too soon after another to the same number and purpose.
+
+    Too soon: another OTP (another business key) to the same tenant, number
+    and purpose was taken less than the retry-after ago, or comes earlier in
+    this batch. A request whose event is already enqueued maps to its row and
+    is never refused, so a re-run changes nothing.
+    """
+    if policy.otp_retry_after_s is None:
+        return {}
+    positions = [n for n, m in enumerate(messages) if m.message_class is MessageClass.otp and m.otp_purpose]
+    if not positions:
+        return {}
+    checked = queries.run(
+        conn, "intake_otp_recent_requests",
+        tenant_ids=[messages[n].tenant_id for n in positions],
+        recipients=[messages[n].recipient for n in positions],
+        purposes=[messages[n].otp_purpose for n in positions],
+        business_keys=[messages[n].business_key for n in positions],
+        since=now - timedelta(seconds=policy.otp_retry_after_s),
+    ).fetchall()
+    refusals: dict[int, InvalidField] = {}
+    first_new: dict[tuple[str, str, str | None], str] = {}
+    for (_ordinal, known, recent), position in zip(sorted(checked), positions):
+        m = messages[position]
+        if known:
+            continue
+        key = (m.tenant_id, m.recipient, m.otp_purpose)
+        if recent or first_new.setdefault(key, m.business_key) != m.business_key:
+            refusals[position] = OtpTooSoon(policy.otp_retry_after_s)
+    return refusals
 
 
 def _insert_new(conn: psycopg.Connection, now: datetime) -> set[int]:
@@ -299,15 +448,17 @@ _LINES_PER_BLOCK = 2_000
 
 
 def _validate_block(first_line_no: int, raw_lines: list[bytes],
-                    options: Mapping[str, object]) -> list[NewMessage | BadLine]:
-    validated: list[NewMessage | BadLine] = []
+                    options: Mapping[str, object]) -> list[tuple[int, NewMessage | BadLine]]:
+    validated: list[tuple[int, NewMessage | BadLine]] = []
     for line_no, raw in enumerate(raw_lines, start=first_line_no):
+        if line_no == 1:
+            raw = without_bom(raw)  # as the rate-card loader does
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            validated.append(BadLine(line_no, None, "not UTF-8 text"))
+            validated.append((line_no, BadLine(line_no, None, "not UTF-8 text")))
             continue
-        validated.extend(parsed for _, parsed in read_jsonl((text,), first_line_no=line_no, **options))
+        validated.extend(read_jsonl((text,), first_line_no=line_no, **options))
     return validated
 
 
@@ -333,6 +484,14 @@ def validate_lines(lines: Iterable[bytes], *, workers: int = 1, on_bytes: Callab
     block of lines it runs in that many processes (spawned, so no database
     connection is ever shared with them), a few blocks ahead of the consumer.
     """
+    for _line_no, validated in validate_numbered_lines(lines, workers=workers, on_bytes=on_bytes, **options):
+        yield validated
+
+
+def validate_numbered_lines(lines: Iterable[bytes], *, workers: int = 1,
+                            on_bytes: Callable[[int], None] | None = None,
+                            **options: object) -> Iterator[tuple[int, NewMessage | BadLine]]:
+    """:func:`validate_lines` with each line's number."""
     blocks = _blocks(lines, on_bytes)
     head = list(itertools.islice(blocks, 2))
     if workers <= 1 or len(head) < 2:
@@ -340,7 +499,7 @@ def validate_lines(lines: Iterable[bytes], *, workers: int = 1, on_bytes: Callab
             yield from _validate_block(*block, options)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: deque[Future[list[NewMessage | BadLine]]] = deque()
+        pending: deque[Future[list[tuple[int, NewMessage | BadLine]]]] = deque()
         for block in itertools.chain(head, blocks):
             pending.append(pool.submit(_validate_block, *block, options))
             if len(pending) > 2 * workers:
@@ -351,31 +510,40 @@ def validate_lines(lines: Iterable[bytes], *, workers: int = 1, on_bytes: Callab
 
 def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Clock, chunk_size: int = 10_000,
                   workers: int = 1, on_bytes: Callable[[int], None] | None = None,
-                  **options: object) -> FileIntake:
+                  policy: IntakePolicy = DEFAULT_POLICY, **options: object) -> FileIntake:
     """Validate and enqueue a JSONL byte stream in chunks of ``chunk_size`` good lines.
 
-    Good lines load even when others are refused; each chunk commits on its
-    own, and a re-run after a crash loads only what is missing (intake is
-    idempotent). ``workers`` validation processes run while the database
-    inserts; ``on_bytes`` is told how many bytes each line took (progress).
+    Every line is validated before its chunk touches the database, so a bad
+    line is refused by number and field and never fails a write. Good lines
+    load even when others are refused; each chunk commits on its own, and a
+    re-run after a crash loads only what is missing (intake is idempotent).
+    ``policy`` fills in expiry and may refuse an OTP that comes too soon
+    (refused lines, like the others). ``workers`` validation processes run
+    while the database inserts; ``on_bytes`` is told how many bytes each
+    line took (progress).
     """
     result = FileIntake()
-    chunk: list[NewMessage] = []
+    chunk: list[tuple[int, NewMessage]] = []
 
     def flush() -> None:
-        for row in enqueue(conn, chunk, clock=clock):
+        done = _enqueue(conn, [m for _, m in chunk], clock=clock, policy=policy, strict=False)
+        for (line_no, _), row in zip(chunk, done):
+            if isinstance(row, InvalidField):
+                result.bad_lines.append(BadLine.from_error(line_no, row))
+                continue
+            result.requests += 1
             result.created += row.created
             result.existing += not row.created
         chunk.clear()
 
-    for validated in validate_lines(lines, workers=workers, on_bytes=on_bytes, **options):
+    for line_no, validated in validate_numbered_lines(lines, workers=workers, on_bytes=on_bytes, **options):
         if isinstance(validated, BadLine):
             result.bad_lines.append(validated)
             continue
-        result.requests += 1
-        chunk.append(validated)
+        chunk.append((line_no, validated))
         if len(chunk) >= chunk_size:
             flush()
     if chunk:
         flush()
+    result.bad_lines.sort(key=lambda bad: bad.line_no)
     return result

@@ -4,12 +4,15 @@ A message (tenant + business key) may have several attempts: each operator
 replay supersedes the last attempt and inserts a new row that takes the key
 over (``replaces_id`` points back). :func:`trace` finds the messages that
 match a business key, an attempt key or a recipient, and returns each one's
-whole chain with its receipts; :func:`replay` is the only way a
-``failed``/``rejected``/``expired`` row is sent again.
+whole chain with its receipts; :func:`replay` is the only way an operator
+sends a ``failed``/``rejected``/``expired`` row again. Reconciliation re-sends
+rows it proved never submitted through the same mechanism
+(:func:`supersede_with_new_attempts`), with state_reason ``resent_after_proof``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -22,7 +25,7 @@ from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.states import REPLAYABLE, MessageClass, MessageState
 from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
-from sms_pipeline.intake.messages import ensure_partition_for
+from sms_pipeline.intake.attempts import Replayed, supersede_with_new_attempts
 
 
 class ReplayRefused(UserError):
@@ -89,14 +92,6 @@ class MessageTrace:
     attempts: tuple[AttemptView, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    replaced_id: int
-    message_id: int
-    created_at: datetime
-    attempt_key: UUID
-
-
 # Which messages a lookup names: the statement giving (tenant, business key) pairs.
 _MESSAGES_BY = {
     "business_key": "ops_messages_by_business_key",
@@ -145,12 +140,9 @@ def replay(conn: psycopg.Connection, message_id: int, *, reason: str, clock: Clo
             raise ReplayRefused(f"no message with id {message_id}")
         _id, created_at, state, message_class = row
         _check_replayable(message_id, state, message_class)
-        ensure_partition_for(conn, now)
-        queries.run(conn, "ops_replay_supersede", id=message_id, created_at=created_at, state=state, now=now,
-                    state_reason=f"replayed: {reason.strip()}")
-        new_id, new_created_at, attempt_key = queries.run(
-            conn, "ops_replay_insert", id=message_id, created_at=created_at, now=now).fetchone()
-    return Replayed(message_id, new_id, new_created_at, attempt_key)
+        (done,) = supersede_with_new_attempts(conn, [(message_id, created_at)], state=state,
+                                              state_reason=f"replayed: {reason.strip()}", now=now)
+    return done
 
 
 def _check_replayable(message_id: int, state: str, message_class: str) -> None:

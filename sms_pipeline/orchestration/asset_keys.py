@@ -19,6 +19,17 @@ OUTBOUND_QUEUE = dg.AssetKey(["msg", "outbound_queue"])  # observed hourly: the 
 PROVIDER_SUMMARY = dg.AssetKey(["dlr", "provider_summary"])
 COST_DAILY = dg.AssetKey(["marts", "cost_daily"])
 
+# Each health reading (sms_pipeline.reconcile.health) on the asset it judges.
+HEALTH_CHECK_TARGETS: dict[str, dg.AssetKey] = {
+    "oldest_pending_age": OUTBOUND_QUEUE,
+    "still_pending_ratio": OUTBOUND_QUEUE,
+    "receipts_flowing": RECEIPTS,
+    "orphan_rate": RECEIPTS,
+    "unknown_open": RECONCILIATION,
+    "ambiguous_open": RECONCILIATION,
+    "unpriced_units": COST_DAILY,
+}
+
 # Who answers for an asset (the dbt models name theirs in their yml).
 DATA_ENGINEERING = ["team:data-engineering"]
 FINANCE = ["team:finance"]

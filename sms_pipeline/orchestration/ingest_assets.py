@@ -157,7 +157,6 @@ def intraday_delivery_reports(
         return dg.MaterializeResult(metadata=intraday_metadata(conn, result))
 
 
-
 def _statuses(counts: StatusCounts) -> dict[str, Any]:
     return {
         "statuses": table_metadata.counts(counts.by_word),

@@ -33,6 +33,8 @@ from dagster._core.origin import JobPythonOrigin
 from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 from dagster._core.workspace.load import location_origins_from_config
 
+from sms_pipeline.orchestration.processes import ProcessIdentity
+
 # The workspace `sms-pipeline dev` serves (``cli/dev_cmd.WORKSPACE``, ``workspace.yaml``): one code location,
 # the module holding the Definitions. The CLI sits above this layer; tests hold the two equal.
 WORKSPACE = {"load_from": [{"python_module": {"module_name": "sms_pipeline.definitions",
@@ -82,7 +84,9 @@ def run_in_process(job: dg.JobDefinition, instance: dg.DagsterInstance, *, run_c
         raise ValueError(f"{job.name!r} runs its steps in other processes; make it with in_process(defs)")
     remote_origin, python_origin = job_origins(job.name)
     run = instance.create_run_for_job(
-        job_def=job, run_config=run_config, tags={**job.run_tags, **tags}, run_id=run_id,
+        # This process runs it: if it dies, a later materialize or run monitoring can tell.
+        job_def=job, run_config=run_config, tags={**job.run_tags, **tags, **ProcessIdentity.current().tags()},
+        run_id=run_id,
         remote_job_origin=remote_origin, job_code_origin=python_origin,
     )
     return execute_run(InMemoryJob(job), run, instance, raise_on_error=False)

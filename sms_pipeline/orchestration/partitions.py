@@ -24,7 +24,6 @@ BACKFILL_POLICY = dg.BackfillPolicy.multi_run(max_partitions_per_run=31)
 DATABASE_POOL = "sms_pipeline_database"
 
 
-
 def _first_day() -> date:
     """The first day partition: ``SMS_PIPELINE_PARTITION_START`` when set, else the day the database recorded
     at its first upgrade (docs/design.md#first-partition-day)."""

@@ -11,7 +11,7 @@
 - ``msg/outbound_queue`` (observable, hourly): the send queue's backlog.
 
 The health checks (:mod:`sms_pipeline.reconcile.health`) sit on the asset
-each judges (:data:`CHECK_TARGETS`) and run as one step, one connection
+each judges (:data:`HEALTH_CHECK_TARGETS`) and run as one step, one connection
 (:func:`health_checks`): a job runs those of the assets it selects.
 
 The work is in :mod:`sms_pipeline.reconcile`; these assets loop over the
@@ -38,6 +38,7 @@ from sms_pipeline.orchestration.asset_keys import (
     COST_DAILY,
     DATA_ENGINEERING,
     DAY_REPORT,
+    HEALTH_CHECK_TARGETS,
     INTRADAY_DELIVERY_REPORTS,
     INTRADAY_RECONCILIATION,
     OUTBOUND_QUEUE,
@@ -62,22 +63,13 @@ GROUP = "reconcile"
 
 _SEVERITY = {"WARN": dg.AssetCheckSeverity.WARN, "ERROR": dg.AssetCheckSeverity.ERROR}
 HEALTH_CHECKS_NAME = "health_checks"
-# Each health reading on the asset it judges.
-CHECK_TARGETS: dict[str, dg.AssetKey] = {
-    "oldest_pending_age": OUTBOUND_QUEUE,
-    "still_pending_ratio": OUTBOUND_QUEUE,
-    "receipts_flowing": RECEIPTS,
-    "orphan_rate": RECEIPTS,
-    "unknown_open": RECONCILIATION,
-    "ambiguous_open": RECONCILIATION,
-    "unpriced_units": COST_DAILY,
-}
 
 
 def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock, pipeline: PipelineResource) -> ReconcileResult:
     return reconcile_day(
         conn, day, app_clock, provider_timezone=pipeline.zone, correlation_window_s=pipeline.correlation_window_s,
         non_submission_grace_h=pipeline.non_submission_grace_h, partition_start=FIRST_DAY,
+        resend_after_proof_classes=pipeline.resend_classes, resend_max_age_h=pipeline.resend_max_age_h,
     )
 
 
@@ -217,7 +209,7 @@ outbound_queue = dg.multi_observable_source_asset(name="outbound_queue", specs=[
     specs=[
         dg.AssetCheckSpec(
             name,
-            asset=CHECK_TARGETS[name],
+            asset=HEALTH_CHECK_TARGETS[name],
             blocking=False,
             description=(reading_of.__doc__ or name.replace("_", " ")).strip().splitlines()[0],
         )
@@ -233,7 +225,7 @@ def health_checks(context: dg.AssetCheckExecutionContext, database: DatabaseReso
     now = clock.clock().now()
     with database.connect(autocommit=True) as conn:
         for name, reading_of in health.READINGS.items():
-            key = dg.AssetCheckKey(CHECK_TARGETS[name], name)
+            key = dg.AssetCheckKey(HEALTH_CHECK_TARGETS[name], name)
             if key not in selected:
                 continue
             reading = reading_of(conn, now, thresholds)

@@ -24,7 +24,7 @@ from sms_pipeline.core.clock import Clock, FrozenClock, RealClock
 from sms_pipeline.db import connection
 from sms_pipeline.marts.project import dbt_cli, dbt_project
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.settings import Settings
+from sms_pipeline.settings import Settings, resend_classes
 
 
 def _default(name: str) -> Any:
@@ -96,6 +96,8 @@ class PipelineResource(dg.ConfigurableResource):
     provider_timezone: str = _default("provider_timezone").key
     correlation_window_s: int = _default("correlation_window_s")
     non_submission_grace_h: int = _default("non_submission_grace_h")
+    resend_after_proof: str = _default("resend_after_proof")
+    resend_max_age_h: int = _default("resend_max_age_h")
     claim_lease_s: int = _default("claim_lease_s")
     validity_h: int = _default("validity_h")
     report_concurrency: int = _default("report_concurrency")
@@ -104,6 +106,11 @@ class PipelineResource(dg.ConfigurableResource):
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.provider_timezone)
+
+    @property
+    def resend_classes(self) -> tuple[str, ...]:
+        """``resend_after_proof`` (as in the settings: comma-separated, or ``none``) as classes; otp refused."""
+        return resend_classes(self.resend_after_proof)
 
 
 class ReportGuardResource(dg.ConfigurableResource):
@@ -157,6 +164,8 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
             provider_timezone=settings.provider_timezone.key,
             correlation_window_s=settings.correlation_window_s,
             non_submission_grace_h=settings.non_submission_grace_h,
+            resend_after_proof=settings.resend_after_proof,
+            resend_max_age_h=settings.resend_max_age_h,
             claim_lease_s=settings.claim_lease_s,
             validity_h=settings.validity_h,
             report_concurrency=settings.report_concurrency,

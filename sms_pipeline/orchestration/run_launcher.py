@@ -6,7 +6,9 @@ killed (kill -9, OOM) stays STARTED for ever and keeps its pool slots. This
 one answers run monitoring's health check from the worker's own record: the
 run's first engine event names the worker's pid ("Started process for run"),
 and the machine's process table says whether that process is still the one
-that wrote it. Monitoring then fails a dead run and frees its slots
+that wrote it. A run executed in a process of ours (``sms-pipeline
+materialize``, the demo) has no such event; its tags name that process
+instead. Monitoring then fails a dead run and frees its slots
 (``run_monitoring`` in dagster.yaml; docs/design.md#runs-that-die).
 
 It reads this machine's processes: the daemon and the code server must share
@@ -16,11 +18,10 @@ tell, it says RUNNING: a wrong FAILED would fail a live run.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, WorkerStatus
+
+from sms_pipeline.orchestration.processes import ProcessIdentity, process_gone, process_started_at
 
 # A worker writes its first event right after it starts; a process with its pid
 # that started later than this after the event is another process.
@@ -36,6 +37,10 @@ class WatchedRunLauncher(DefaultRunLauncher):
     def check_run_worker_health(self, run: dg.DagsterRun) -> CheckRunHealthResult:
         started = worker_started(self._instance, run.run_id)
         if started is None:
+            # A run executed in a process of ours (materialize, the demo) names that process in its tags.
+            ran_in = ProcessIdentity.from_tags(run.tags)
+            if ran_in is not None and process_gone(ran_in, ProcessIdentity.current()):
+                return CheckRunHealthResult(WorkerStatus.FAILED, f"the process that ran it ({ran_in}) is gone")
             return CheckRunHealthResult(WorkerStatus.RUNNING, "no worker has reported its pid yet")
         pid, at = started
         began = process_started_at(pid)
@@ -53,16 +58,3 @@ def worker_started(instance: dg.DagsterInstance, run_id: str) -> tuple[int, floa
             found = (int(pid.value), record.timestamp)
     return found
 
-
-def process_started_at(pid: int) -> float | None:
-    """When process ``pid`` started (seconds since the epoch), or None if there is none (or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-    except (OSError, StopIteration):
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    if fields[0] in ("Z", "X"):
-        return None
-    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 import dagster as dg
 
+from sms_pipeline.orchestration.asset_keys import HEALTH_CHECK_TARGETS
 from sms_pipeline.orchestration.location import SETTINGS
 from sms_pipeline.orchestration.partitions import FIRST_DAY
 
@@ -39,10 +40,14 @@ HOURLY_CRON = "5 * * * *"
 PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
 PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 
-# The hourly job observes the send queue too (an observable source asset).
-HOURLY_SELECTION = dg.AssetSelection.tag(CADENCE_TAG, "hourly", include_sources=True)
-DAILY_SELECTION = dg.AssetSelection.groups(*DAILY_GROUPS) - HOURLY_SELECTION
-DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - HOURLY_SELECTION
+# The hourly job observes the send queue too (an observable source asset), and
+# runs every health check on what is stored (without materialising the day
+# assets they sit on): on-call hears within the hour when receipts stop.
+HOURLY_ASSETS = dg.AssetSelection.tag(CADENCE_TAG, "hourly", include_sources=True)
+HOURLY_SELECTION = HOURLY_ASSETS | dg.AssetSelection.checks(
+    *(dg.AssetCheckKey(asset, name) for name, asset in HEALTH_CHECK_TARGETS.items()))
+DAILY_SELECTION = dg.AssetSelection.groups(*DAILY_GROUPS) - HOURLY_ASSETS
+DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - HOURLY_ASSETS
 
 
 # When a person may rely on an asset: a daily-run asset is fresh when the 02:00

@@ -7,6 +7,7 @@ from sms_pipeline.provider.results import (
     DayReportError,
     DlrRow,
     OtpVerification,
+    PersonalisedSms,
     ProviderCallError,
     ReportError,
     ScheduleRow,
@@ -20,7 +21,7 @@ from sms_pipeline.provider.results import (
 )
 
 __all__ = [
-    "CampaignTransaction", "DayReport", "DayReportError", "DlrRow", "OtpVerification", "ProviderCallError",
+    "CampaignTransaction", "DayReport", "DayReportError", "DlrRow", "OtpVerification", "PersonalisedSms", "ProviderCallError",
     "ProviderClient", "ReportError", "ScheduleRow", "SendAccepted", "SendAmbiguous", "SendNeverConnected",
     "SendOutcome", "SendRefused", "SummaryRow", "TxnReportRow",
 ]

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
+from sms_pipeline.core import msisdn
 from sms_pipeline.core.ids import InvalidIdentifier, InvalidTimestamp, SENTINELS, clean_epoch_ms, clean_id
 from sms_pipeline.core.provider_time import InvalidLocalTime, parse_human, parse_local
 from sms_pipeline.provider.results import (
@@ -63,6 +64,9 @@ CODE_KEYS = ("statusCode", "code")  # flat send answers / enveloped report answe
 REASON_KEYS = ("reason", "msg")
 SUCCESS_STATUS = "success"
 LIST_SEPARATOR = ","  # mobile / invalidMobile lists
+# Region a number without its country code is read in when the answer's
+# numbers are matched to ours ("0..." national forms) [assumed: the account's country].
+NUMBER_REGION = "IN"
 
 SEND_FIELDS: Mapping[str, str] = {
     "transaction_id": "transactionId",
@@ -71,6 +75,26 @@ SEND_FIELDS: Mapping[str, str] = {
     "campaign_id": "campaignId",  # only with scheduleTime [assumed]
     "request_time": "requestTime",  # provider-local YYYY-MM-DD HH:MM:SS
 }
+# The XML multi-message send (POST /send, Content-Type application/xml) [doc for
+# the form; element names beyond <data>/<sms>/<mobile>/<msg> assumed]. The
+# answer is the flat JSON of SEND_FIELDS.
+XML_CONTENT_TYPE = "application/xml"
+XML_ROOT = "data"
+XML_MESSAGE = "sms"
+XML_FIELDS: Mapping[str, str] = {
+    "userid": "userid", "password": "password", "sender_id": "senderid", "msg_type": "msgType",
+    "dlt_entity_id": "dltEntityId", "duplicate_check": "duplicatecheck", "output": "output",
+    "mobile": "mobile", "text": "msg", "dlt_template_id": "dltTemplateId",
+}
+# Characters XML 1.0 cannot carry at all, not even as a character reference.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(value: str) -> bool:
+    """Whether ``value`` can travel in an XML send unchanged (else it needs the quick send)."""
+    return _NOT_XML.search(value) is None
+
+
 OTP_FIELDS: Mapping[str, str] = {
     "transaction_id": "transactionId",  # always "0" [doc]
     "mobile": "mobile",
@@ -275,8 +299,80 @@ def _refused_or_ambiguous(ans: Answer) -> SendOutcome:
     return SendAmbiguous(f"unrecognised answer (status {ans.status!r}, code {ans.code!r})")
 
 
-def send_outcome(http_status: int, content: bytes, tz: ZoneInfo) -> SendOutcome:
-    """Outcome of a /send call from its HTTP status and body."""
+def number_key(raw: str, region: str = NUMBER_REGION) -> str:
+    """What a number in a request or an answer is compared by.
+
+    The E.164 digits of ``core.msisdn`` when it is a valid number
+    (``+91 98765 43210``, ``098765 43210`` and ``919876543210`` are one key);
+    otherwise its digits alone, so that a number nobody can read (``917``)
+    still matches itself.
+    """
+    try:
+        return msisdn.normalise(raw, region)
+    except msisdn.InvalidRecipient:
+        return "".join(ch for ch in raw if ch.isdigit()) or raw.strip()
+
+
+@dataclass(frozen=True)
+class Matched:
+    """The answer's lists turned into our recipients (see :class:`SendAccepted`)."""
+
+    accepted: tuple[str, ...]
+    invalid: tuple[str, ...]
+    unlisted: tuple[str, ...]
+    unmatched: tuple[str, ...]
+
+
+def match_recipients(recipients: Sequence[str], accepted: Sequence[str], invalid: Sequence[str],
+                     region: str = NUMBER_REGION) -> Matched:
+    """Match the answer's ``accepted`` / ``invalid`` numbers to the request's ``recipients``.
+
+    Each recipient is matched at most once (a number sent twice needs two
+    mentions), the accepted list first: a number listed in both counts as
+    accepted, the reading that never sends it again. Numbers written as we
+    sent them match directly; only the rest are normalised (phonenumbers is
+    the slow part of a 1,000-number answer).
+    """
+    waiting: dict[str, list[str]] = {}
+    for recipient in recipients:
+        waiting.setdefault(recipient, []).append(recipient)
+    results: list[list[str]] = [[], []]
+    leftovers: list[tuple[int, str]] = []
+    for which, listed in enumerate((accepted, invalid)):
+        for number in listed:
+            queue = waiting.get(number)
+            if queue:
+                results[which].append(queue.pop())
+            else:
+                leftovers.append((which, number))
+    unmatched: list[str] = []
+    if leftovers:
+        by_key: dict[str, list[str]] = {}
+        for recipient, queue in waiting.items():
+            if queue:
+                by_key.setdefault(number_key(recipient, region), []).extend(queue)
+        for which, number in leftovers:
+            candidates = by_key.get(number_key(number, region))
+            if candidates:
+                recipient = candidates.pop(0)
+                waiting[recipient].pop()
+                results[which].append(recipient)
+            else:
+                unmatched.append(number)
+    unlisted = [recipient for queue in waiting.values() for recipient in queue]
+    order = {recipient: index for index, recipient in reversed(list(enumerate(recipients)))}
+    unlisted.sort(key=order.__getitem__)
+    return Matched(tuple(results[0]), tuple(results[1]), tuple(unlisted), tuple(unmatched))
+
+
+def send_outcome(http_status: int, content: bytes, tz: ZoneInfo,
+                 recipients: Sequence[str] | None = None) -> SendOutcome:
+    """Outcome of a /send call (quick or XML) from its HTTP status and body.
+
+    With ``recipients`` (the request's numbers, as sent), the answer's lists
+    are matched to them (:func:`match_recipients`); without, they are kept
+    as the provider wrote them.
+    """
     decided = _http_problem(http_status)
     if decided is not None:
         return decided
@@ -285,12 +381,22 @@ def send_outcome(http_status: int, content: bytes, tz: ZoneInfo) -> SendOutcome:
         if not ans.ok:
             return _refused_or_ambiguous(ans)
         body, f = ans.content, SEND_FIELDS
+        accepted, invalid = _list(text(body, f["accepted"])), _list(text(body, f["invalid"]))
+        unlisted: tuple[str, ...] = ()
+        unmatched: tuple[str, ...] = ()
+        if recipients is not None:
+            matched = match_recipients(recipients, accepted, invalid)
+            accepted, invalid, unlisted, unmatched = (matched.accepted, matched.invalid, matched.unlisted,
+                                                      matched.unmatched)
         return SendAccepted(
             transaction_id=optional_id(body, f["transaction_id"]),
-            accepted=_list(text(body, f["accepted"])),
-            invalid=_list(text(body, f["invalid"])),
+            accepted=accepted,
+            invalid=invalid,
             campaign_id=optional_id(body, f["campaign_id"]),
             request_time=local_time(body, f["request_time"], tz),
+            unlisted=unlisted,
+            unmatched=unmatched,
+            status_code=ans.code,
         )
     except MalformedBody as exc:
         return SendAmbiguous(f"unparseable answer: {exc}")
@@ -313,6 +419,7 @@ def otp_outcome(http_status: int, content: bytes) -> SendOutcome:
             invalid=(),
             retry_after_s=count(body, f["retry_after_s"]) if retry_after else None,
             create_time=epoch_time(body, f["create_time"]),
+            status_code=ans.code,
         )
     except MalformedBody as exc:
         return SendAmbiguous(f"unparseable answer: {exc}")

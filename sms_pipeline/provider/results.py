@@ -6,7 +6,7 @@ UTC datetimes, counts are ints. Nothing here holds credentials.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from sms_pipeline.errors import UserError
@@ -17,13 +17,37 @@ CONFIGURATION_CODES = frozenset({"216", "213", "147", "301"})
 # Codes that mean this message is wrong (template, sender, numbers).
 MESSAGE_CODES = frozenset({"230", "231", "235"})
 RATE_LIMITED_CODE = "429"
+# More than MAX_MESSAGES_PER_REQUEST <sms> in one XML send [assumed]: nothing billed. It is our own
+# bug (the planner never makes such a request), so it stays unclassified: rows released, worker stops.
+TOO_MANY_MESSAGES_CODE = "414"
+MAX_MESSAGES_PER_REQUEST = 1000
 # Prefix of a refusal code made from an HTTP status (no provider body).
 HTTP_CODE_PREFIX = "HTTP "
 
 
 @dataclass(frozen=True, slots=True)
+class PersonalisedSms:
+    """One message of an XML multi-message send: its own number, body and DLT template."""
+
+    mobile: str
+    text: str = field(repr=False)
+    dlt_template_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SendAccepted:
-    """The provider took the request: ``accepted`` are billed, ``invalid`` are not."""
+    """The provider took the request: ``accepted`` are billed, ``invalid`` are not.
+
+    When the client knows the request's recipients (every send it makes),
+    the answer's numbers are matched to them after normalisation (the
+    provider may write ``+91...``, ``0...`` or spaces): ``accepted``,
+    ``invalid`` and ``unlisted`` then hold *our* recipients, exactly as we
+    sent them, so they compare equal to ``outbound_message.recipient``.
+    ``unlisted`` are the recipients the answer names in neither list: they
+    may have been sent (and billed) or not, so they are ``unknown``, never
+    submitted and never rejected. ``unmatched`` are numbers of the answer
+    that match none of our recipients (kept as written, for the log).
+    """
 
     transaction_id: str | None  # None for OTP ("0" on the wire)
     accepted: tuple[str, ...]
@@ -32,6 +56,9 @@ class SendAccepted:
     request_time: datetime | None = None
     retry_after_s: int | None = None  # OTP only
     create_time: datetime | None = None  # OTP only
+    unlisted: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
+    status_code: str | None = None  # the answer's statusCode ("200"), to store on the rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +82,11 @@ class SendRefused:
     @property
     def is_message_error(self) -> bool:
         return self.code in MESSAGE_CODES
+
+    @property
+    def is_too_many_messages(self) -> bool:
+        """An XML send over the per-request limit: our bug, nothing taken (an unclassified refusal)."""
+        return self.code == TOO_MANY_MESSAGES_CODE
 
 
 @dataclass(frozen=True, slots=True)

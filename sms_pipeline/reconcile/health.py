@@ -75,7 +75,7 @@ class Reading:
 
 
 def oldest_pending(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
-    """Age of the oldest pending/claimed work (0 when empty): is sending keeping up?"""
+    """Age of the oldest pending/claimed/sending work (0 when empty): is sending keeping up?"""
     age = queries.scalar(conn, "oldest_pending_age_seconds", now=now)
     severity: Severity = "ERROR" if age > t.oldest_pending_error_s else "WARN"
     return Reading(
@@ -208,12 +208,14 @@ def unpriced(conn: psycopg.Connection, now: datetime, t: Thresholds) -> Reading:
 
 
 def queue_backlog(conn: psycopg.Connection, now: datetime, zone: ZoneInfo) -> dict[str, Any]:
-    """The send queue now: work due and waiting (pending), held by a worker (claimed), and the oldest's age."""
-    pending, claimed, oldest_due_at = queries.run(conn, "outbound_queue_observation", now=now).fetchone()
+    """The send queue now: work due and waiting (pending), held by a worker (claimed), in a request in
+    flight (sending), and the oldest's age."""
+    pending, claimed, sending, oldest_due_at = queries.run(conn, "outbound_queue_observation", now=now).fetchone()
     age = 0 if oldest_due_at is None else max(0, int((now - oldest_due_at).total_seconds()))
     return {
         "pending": pending,
         "claimed": claimed,
+        "sending": sending,
         "oldest_due_at": "none waiting" if oldest_due_at is None else local_minutes(oldest_due_at, zone),
         "oldest_age_seconds": age,
         "oldest_age": duration_text(age),

@@ -1,7 +1,8 @@
 """Hourly upkeep: time-driven state moves, partitions ahead, retention.
 
-- the send queue's own upkeep (stale claims -> ``unknown``, overdue pending
-  -> ``expired``: :mod:`sms_pipeline.send.upkeep`);
+- the send queue's own upkeep (stale ``claimed`` -> ``pending``, stale
+  ``sending`` -> ``unknown``, overdue pending -> ``expired``:
+  :mod:`sms_pipeline.send.upkeep`);
 - ``submitted`` rows past validity with no final receipt -> ``expired``;
 - monthly partitions created ahead for messages and receipts;
 - retention (docs/design.md#retention): receipt partitions older than 90 days dropped,
@@ -33,7 +34,8 @@ OTP_VERIFICATION_RETENTION = timedelta(days=1)  # after expiry: a code is useles
 
 @dataclass(frozen=True)
 class Upkeep:
-    claims_expired: int  # claimed -> unknown (lease ran out)
+    claims_expired: int  # sending -> unknown (lease ran out with the request in flight)
+    claims_released: int  # claimed -> pending (lease ran out before the request started)
     pending_expired: int  # pending -> expired (window passed unsent)
     submitted_expired: int  # submitted -> expired (validity passed, no final receipt)
     message_partitions_created: int
@@ -79,6 +81,7 @@ def run_upkeep(
             )
     return Upkeep(
         claims_expired=queue.claims_expired,
+        claims_released=queue.claims_released,
         pending_expired=queue.pending_expired,
         submitted_expired=submitted_expired,
         message_partitions_created=created["messages"],

@@ -1,4 +1,4 @@
-"""One provider day, end to end: receipts, correlation, state moves, orphans, proof.
+"""One provider day, end to end: receipts, correlation, state moves, orphans, proof, re-send after proof.
 
 :func:`reconcile_day` is what the Dagster assets, the benchmark and the CLI
 call. Everything runs in one transaction: the steps read each other's
@@ -9,7 +9,9 @@ rewritten), and a failure leaves the day exactly as it was.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -25,6 +27,9 @@ from sms_pipeline.reconcile.correlate import Correlation, correlate
 from sms_pipeline.reconcile.non_submission import NonSubmission, prove_non_submission
 from sms_pipeline.reconcile.orphans import Orphans, settle_orphans
 from sms_pipeline.reconcile.receipts import ReceiptLoad, stage_new_receipts, store_new_receipts
+from sms_pipeline.reconcile.resend import resend_after_proof
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class ReconcileResult:
     orphans: Orphans
     non_submission: NonSubmission
     duration_s: float
+    resent_after_proof: int = 0  # proved-unsent rows superseded by a new attempt
 
     @property
     def unknown_resolved(self) -> int:
@@ -63,6 +69,7 @@ class ReconcileResult:
             "orphans_opened": self.orphans.opened,
             "orphans_resolved": self.orphans.resolved,
             "not_submitted_proved": self.non_submission.proved,
+            "resent_after_proof": self.resent_after_proof,
             "non_submission_evidence_missing": list(self.non_submission.missing),
             "duration_s": round(self.duration_s, 3),
         }
@@ -77,11 +84,16 @@ def reconcile_day(
     correlation_window_s: int,
     non_submission_grace_h: int,
     partition_start: date,
+    resend_after_proof_classes: Sequence[str],
+    resend_max_age_h: int,
 ) -> ReconcileResult:
-    """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day; commits.
+    """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
+    re-send what was proved never submitted; commits.
 
     ``correlation_window_s``: ± seconds for correlation by reconstruction;
-    ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`.
+    ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`;
+    ``resend_after_proof_classes`` and ``resend_max_age_h`` (measured on ``clock``): see
+    :func:`~sms_pipeline.reconcile.resend.resend_after_proof`.
     """
     transaction.require_no_open_transaction(conn)
     started = time.perf_counter()
@@ -103,6 +115,15 @@ def reconcile_day(
             conn, day=day, now=now, provider_timezone=tz, non_submission_grace_h=non_submission_grace_h,
             partition_start=partition_start,
         )
+        resent = 0
+        if proof.report_complete:
+            resent = resend_after_proof(
+                conn, day_start=day_start, day_end=day_end, now=now, classes=resend_after_proof_classes,
+                max_age_h=resend_max_age_h,
+            )
+    if proof.proved or resent:
+        log.info("reconciled day=%s not_submitted_proved=%d resent_after_proof=%d",
+                 day.isoformat(), proof.proved, resent)
     return ReconcileResult(
         day=day,
         receipts=receipts,
@@ -111,4 +132,5 @@ def reconcile_day(
         orphans=orphans,
         non_submission=proof,
         duration_s=time.perf_counter() - started,
+        resent_after_proof=resent,
     )

@@ -8,6 +8,14 @@ DLT ids. A number never appears twice in one request: the provider's
 correlation by transaction + recipient would become ambiguous. The k-th
 occurrence of a number goes to the k-th "lane" of its group, and each lane
 is cut into requests of at most ``batch_size`` numbers.
+
+With the provider's XML multi-message send (:func:`plan_personalised_requests`),
+rows whose body is theirs alone in this claim travel together although their
+bodies differ: then only tenant, channel, class, sender, message type and
+DLT entity id must be equal (body and template ids go per message), still
+never one number twice in a request, at most ``min(batch_size, 1000)``
+messages. A body shared by several rows of the claim still goes as one
+quick send to all of them.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sms_pipeline.provider.normalise import xml_safe
+from sms_pipeline.provider.results import MAX_MESSAGES_PER_REQUEST
 from sms_pipeline.send.claim import ClaimedMessage
 
 MSG_TYPES = {"GSM7": "text", "UCS2": "unicode"}
@@ -23,7 +33,12 @@ MSG_TYPES = {"GSM7": "text", "UCS2": "unicode"}
 
 @dataclass(frozen=True, slots=True)
 class SendBatch:
-    """Rows that go out in one provider request."""
+    """Rows that go out in one provider request.
+
+    ``personalised``: an XML multi-message send; then ``body``,
+    ``template_id`` and ``dlt_template_id`` are empty here and each
+    message carries its own.
+    """
 
     tenant_id: str
     channel: str
@@ -35,6 +50,7 @@ class SendBatch:
     dlt_entity_id: str | None
     dlt_template_id: str | None
     messages: tuple[ClaimedMessage, ...]
+    personalised: bool = False
 
     @property
     def ids(self) -> list[int]:
@@ -74,14 +90,16 @@ def _request_key(m: ClaimedMessage) -> tuple:
             m.template_id, m.dlt_entity_id, m.dlt_template_id)
 
 
-def plan_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[SendBatch]:
-    """Requests for ``messages``, in the order their groups first appear."""
-    if batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, got {batch_size}")
+def _personalised_key(m: ClaimedMessage) -> tuple:
+    return (m.tenant_id, m.channel, m.message_class, m.sender_id, msg_type(m.encoding), m.dlt_entity_id)
+
+
+def _lanes(messages: Iterable[ClaimedMessage], key_of) -> dict[tuple, list[list[ClaimedMessage]]]:
+    """Rows by request key, each key's rows in lanes: the k-th row of a number in lane k."""
     lanes_by_key: dict[tuple, list[list[ClaimedMessage]]] = {}
     seen: dict[tuple, dict[str, int]] = {}
     for m in messages:
-        key = _request_key(m)
+        key = key_of(m)
         lanes = lanes_by_key.setdefault(key, [])
         counts = seen.setdefault(key, {})
         lane = counts.get(m.recipient, 0)
@@ -89,6 +107,14 @@ def plan_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[S
         if lane == len(lanes):
             lanes.append([])
         lanes[lane].append(m)
+    return lanes_by_key
+
+
+def plan_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[SendBatch]:
+    """Requests for ``messages``, in the order their groups first appear."""
+    if batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, got {batch_size}")
+    lanes_by_key = _lanes(messages, _request_key)
     batches = []
     for key, lanes in lanes_by_key.items():
         tenant_id, channel, message_class, sender_id, body, type_, template_id, entity_id, dlt_template = key
@@ -97,4 +123,39 @@ def plan_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[S
                 batches.append(SendBatch(tenant_id, channel, message_class, sender_id, body, type_,
                                          template_id, entity_id, dlt_template,
                                          tuple(lane[start:start + batch_size])))
+    return batches
+
+
+def plan_personalised_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[SendBatch]:
+    """Requests for ``messages`` when the provider has the XML send.
+
+    A body (with its template ids) that several rows share goes as quick
+    sends, exactly as :func:`plan_requests` plans them; the rows whose body
+    is theirs alone go in XML requests of at most ``min(batch_size, 1000)``
+    messages, one per personalised key and lane. An XML request of one
+    message is made a quick send (the same thing, the simpler request), and
+    so is a body XML cannot carry (a control character).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, got {batch_size}")
+    rows = list(messages)
+    group_sizes: dict[tuple, int] = {}
+    for m in rows:
+        key = _request_key(m)
+        group_sizes[key] = group_sizes.get(key, 0) + 1
+    shared, alone = [], []
+    for m in rows:
+        (alone if group_sizes[_request_key(m)] == 1 and xml_safe(m.body) else shared).append(m)
+    batches = plan_requests(shared, batch_size)
+    limit = min(batch_size, MAX_MESSAGES_PER_REQUEST)
+    for key, lanes in _lanes(alone, _personalised_key).items():
+        tenant_id, channel, message_class, sender_id, type_, entity_id = key
+        for lane in lanes:
+            for start in range(0, len(lane), limit):
+                chunk = tuple(lane[start:start + limit])
+                if len(chunk) == 1:
+                    batches.extend(plan_requests(chunk, batch_size))
+                else:
+                    batches.append(SendBatch(tenant_id, channel, message_class, sender_id, "", type_, None,
+                                             entity_id, None, chunk, personalised=True))
     return batches

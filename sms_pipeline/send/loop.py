@@ -1,14 +1,19 @@
-"""The worker process: claim -> send -> write the outcome, in a loop.
+"""The worker process: claim -> start -> send -> write the outcome, in a loop.
 
-Each cycle claims one channel/class queue (a short committed transaction),
-groups the rows into requests with that queue's :class:`SendStrategy`, makes
-each request with no transaction open, and writes its outcome. OTP queues
-are claimed first, and only when an OTP strategy is registered: without one,
-``message_class = 'otp'`` rows are never claimed.
+Each cycle claims the rows of one request of one channel/class queue (a
+short committed transaction: the queue's :class:`SendStrategy` plans the
+next due rows and only its first request's rows are claimed; the others stay
+``pending`` for any worker), moves them ``claimed -> sending`` in one
+committed statement just before the request goes out, makes the request
+with no transaction open, and writes its outcome onto the rows still
+``sending``. A row whose ``expires_at`` passed after the claim is expired
+instead, never sent. OTP queues are claimed first, and only when an OTP
+strategy is registered: without one, ``message_class = 'otp'`` rows are
+never claimed.
 
 Stopping (SIGTERM/SIGINT, a configuration refusal, another thread's crash):
-the request in flight finishes and its outcome is written; requests of the
-same claim that were not made yet are released to ``pending``. A
+the request in flight finishes and its outcome is written; claimed rows
+whose request was not started are released to ``pending``. A
 configuration refusal (codes 216/213/147/301, or a refusal we cannot
 classify) ends :meth:`Worker.run` with :class:`ProviderRefusedConfiguration`,
 one line saying what to fix. A rate limit releases and backs off (shared by
@@ -22,7 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -37,7 +42,7 @@ from sms_pipeline.send import upkeep
 from sms_pipeline.send.batching import SendBatch, plan_requests
 from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.claim import ClaimedMessage, claim
-from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome, release_unsent
+from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome, release_unsent, start_request
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +79,16 @@ class Sent:
 class SendStrategy(Protocol):
     """How one queue's rows go out: grouping, the provider call, and the write-back."""
 
-    # Most rows one claim of this queue takes (None: the worker's batch size).
+    # Most due rows one claim of this queue looks at to plan its next request
+    # (None: the worker's batch size); only that request's rows are claimed.
     claim_limit: int | None
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
-        """Group claimed rows into requests (pure)."""
+        """Group due rows into requests (pure), the request of the oldest row first.
+
+        The worker claims only the first request's rows, so a plan should put
+        first the request it wants sent next.
+        """
         ...
 
     def send(self, batch: SendBatch) -> Sent:
@@ -86,7 +96,7 @@ class SendStrategy(Protocol):
         ...
 
     def record(self, conn: psycopg.Connection, sent: Sent, *, now: datetime) -> AppliedOutcome:
-        """Write the answer onto the still-claimed rows, in one transaction."""
+        """Write the answer onto the rows still ``sending``, in one transaction."""
         ...
 
 
@@ -142,8 +152,10 @@ class WorkerSummary:
     unknown: int = 0
     released: int = 0
     unpriced: int = 0
-    claims_expired: int = 0
+    claims_expired: int = 0  # upkeep: sending -> unknown (lease ran out in flight)
+    claims_released: int = 0  # upkeep: claimed -> pending (lease ran out before the request started)
     pending_expired: int = 0
+    expired_unsent: int = 0  # claimed -> expired: expires_at passed before the request started
     stopped_by: str | None = None  # signal | configuration | breaker_open | rate_limited | error
 
     def add(self, **counts: int) -> None:
@@ -290,20 +302,27 @@ class Worker:
         if due:
             counts = upkeep.run_upkeep(conn, now=self._clock.now(), lease=self._lease)
             with self._lock:
-                self._summary.add(claims_expired=counts.claims_expired, pending_expired=counts.pending_expired)
+                self._summary.add(claims_expired=counts.claims_expired, claims_released=counts.claims_released,
+                                  pending_expired=counts.pending_expired)
 
     def _claim_and_send(self, conn: psycopg.Connection, once: bool) -> bool:
         """One claim from the first queue with due rows; False when every queue is empty."""
         for (channel, message_class), strategy in self._queues.items():
+            planned: list[SendBatch] = []
+
+            def next_request(due: Sequence[ClaimedMessage], strategy: SendStrategy = strategy,
+                             planned: list[SendBatch] = planned) -> Sequence[ClaimedMessage]:
+                # A claim takes only what this worker sends next: the first request of the plan.
+                planned[:] = strategy.plan(due, self._batch_size)[:1]
+                return planned[0].messages if planned else ()
+
             rows = claim(conn, channel=channel, message_class=message_class, now=self._clock.now(),
-                         limit=min(self._batch_size, strategy.claim_limit or self._batch_size))
+                         limit=min(self._batch_size, strategy.claim_limit or self._batch_size), take=next_request)
             if rows:
-                batches = strategy.plan(rows, self._batch_size)
-                log.info("claimed channel=%s class=%s rows=%d requests=%d",
-                         channel, message_class, len(rows), len(batches))
+                log.info("claimed channel=%s class=%s rows=%d", channel, message_class, len(rows))
                 with self._lock:
                     self._summary.add(claimed=len(rows))
-                self._send_all(conn, strategy, batches, once)
+                self._send_all(conn, strategy, planned, once)
                 return True
         return False
 
@@ -316,6 +335,17 @@ class Worker:
                     with self._lock:
                         self._summary.add(released=released)
                 return
+            # The durable "request started" step, committed before the request:
+            # a crash from here on leaves `sending` (the lease makes it
+            # `unknown`), never a `claimed` row that may have gone out.
+            started = start_request(conn, batch, now=self._clock.now())
+            if started.expired:
+                with self._lock:
+                    self._summary.add(expired_unsent=started.expired)
+            if len(started.sending) < len(batch):
+                if not started.sending:
+                    continue
+                batch = replace(batch, messages=tuple(m for m in batch.messages if m.id in started.sending))
             sent = strategy.send(batch)  # no transaction is open here
             applied = strategy.record(conn, sent, now=self._clock.now())
             self._react(sent, applied, once)

@@ -8,12 +8,21 @@
   (segments were counted at intake on the rendered length). The code lives
   only in memory for the request; what is kept is its HMAC.
 - **One transaction** writes the outcome (the worker's own statements,
-  conditional on the row still being ``claimed``) and, when the row became
+  conditional on the row still being ``sending``) and, when the row became
   ``submitted`` or ``unknown``, the ``msg.otp_verification`` row. The stored
   ``provider_txn_id`` stays NULL.
-- **Refusals**: a 429 or any other refusal makes the row ``rejected`` (a late
-  code is useless; see :func:`sms_pipeline.send.outcomes.decide`); no
-  verification row, since no code went out.
+- **Refusals**: a 429 (the provider's retry window for that number) or a
+  refusal of the message itself (230/231/235) makes the row ``rejected`` (a
+  code held back that long is useless); a configuration refusal
+  (216/213/147/301) or a code nobody classified releases the row to
+  ``pending`` and stops the worker, like any other class: nothing was taken,
+  and a wrong password must not cost a user their code. When the worker
+  comes back, a row past its ``expires_at`` is expired, never sent late. See
+  :func:`sms_pipeline.send.outcomes.decide`. No verification row for any
+  refusal, since no code went out.
+- **Expiry**: a row whose ``expires_at`` passed after it was claimed becomes
+  ``expired`` when the request would start (the worker's start statement),
+  and no code is made for it.
 - **Ambiguous answers** (time-out, reset, 5xx, junk): the row becomes
   ``unknown`` *and* the verification row is written. The code may well have
   reached the phone; refusing it would fail a user who did everything right,
@@ -80,7 +89,9 @@ class OtpSent(Sent):
     code_hmac: bytes = field(repr=False)
 
 
-OTP_CLAIM_LIMIT = 8
+# One request per row, and a claim takes only the next request's rows: an
+# OTP claim looks at one due row and claims it.
+OTP_CLAIM_LIMIT = 1
 
 
 @dataclass(frozen=True)
@@ -90,9 +101,8 @@ class OtpStrategy:
     client: ProviderClient
     price_time_zone: str  # the zone the rate card's days are read in
     policy: OtpPolicy
-    # OTPs go out one request each: a claim of a bulk batch (500) would hold
-    # the last code back for the whole batch's sends, and a worker killed
-    # midway would leave every claimed code `unknown`. A few at a time.
+    # OTPs go out one request each, and a claim takes only the next request:
+    # looking at more due rows than one would only lock rows it leaves.
     claim_limit: int | None = OTP_CLAIM_LIMIT
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:

@@ -1,26 +1,35 @@
 """What a provider answer does to the rows of its request (docs/design.md#send-outcomes).
 
-:func:`decide` is the pure table; :func:`apply_outcome` writes it in one
-transaction with statements from ``sql/queries/worker_*.sql``, every one of
-them conditional on ``state = 'claimed'`` and on the request's ids, so an
-answer applied twice changes nothing the second time and a row whose lease
-ran out meanwhile (now ``unknown``) is left alone.
+Just before a request goes out, :func:`start_request` moves its rows
+``claimed -> sending`` in one committed statement (rows whose ``expires_at``
+passed meanwhile become ``expired`` and are left out). :func:`decide` is the
+pure table; :func:`apply_outcome` writes it in one transaction with
+statements from ``sql/queries/worker_*.sql``, every one of them conditional
+on ``state = 'sending'`` and on the request's ids, so an answer applied twice
+changes nothing the second time and a row whose lease ran out meanwhile (now
+``unknown``) is left alone.
 
 | answer                                  | rows                                   | worker            |
 |-----------------------------------------|----------------------------------------|-------------------|
-| accepted                                | ``invalidMobile`` rejected, then the   | breaker success   |
-|                                         | rest submitted and billed              |                   |
+| accepted                                | ``invalidMobile`` rejected, those in   | breaker success   |
+|                                         | neither list unknown, then the rest    |                   |
+|                                         | submitted and billed                   |                   |
 | refused 230 / 231 / 235                 | rejected (the message is wrong)        | breaker success   |
-| refused 216 / 213 / 147 / 301, HTTP 4xx | released to pending                    | stops             |
-| refused 429                             | released                               | backs off         |
+| refused 216 / 213 / 147 / 301, HTTP 4xx | released to pending (OTP included)     | stops             |
+| refused 429                             | released (OTP: rejected)               | backs off         |
 | refused, any other code                 | released (nothing was taken; a code we | stops             |
 |                                         | cannot classify needs a person)        |                   |
 | ambiguous (time-out, reset, 5xx, junk)  | unknown                                | breaker failure   |
 | never connected                         | released                               | breaker failure   |
 
-An OTP that the provider refused, for whatever reason, is ``rejected``, never
-released: by the time someone fixed the cause its code would be useless
-(the worker still stops on a configuration refusal).
+A configuration refusal (or a code nobody classified) never costs a
+message, OTP included: nothing was taken, the rows go back to ``pending``
+and the worker stops; when someone fixes the cause, an OTP whose
+``expires_at`` has passed is expired, never sent late (the claim skips it,
+:func:`start_request` expires it). An OTP the provider refused for the
+message itself (230/231/235) or rate-limited (429, within the provider's
+retry window for that number) is ``rejected``: a code held back that long
+would be useless.
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ log = logging.getLogger(__name__)
 # Our classification (state_reason) of message-level refusals.
 MESSAGE_REFUSAL_REASONS = {"230": "template_mismatch", "231": "invalid_sender", "235": "no_valid_number"}
 INVALID_MOBILE_REASON = "invalid_mobile"
+# A recipient an accepted answer names in neither `mobile` nor `invalidMobile`.
+NOT_IN_ANSWER_REASON = "not_in_answer"
 
 
 class Action(StrEnum):
@@ -89,10 +100,10 @@ def decide(outcome: SendOutcome, message_class: str) -> Decision:
     match outcome:
         case SendAccepted():
             return Decision(Action.fan_out, None)
-        case SendRefused() if message_class == MessageClass.otp:
+        case SendRefused() if message_class == MessageClass.otp and (outcome.is_message_error
+                                                                     or outcome.is_rate_limited):
             general = decide(outcome, MessageClass.transactional)
-            return Decision(Action.reject, general.reason, outcome.code, outcome.reason,
-                            stop_worker=general.stop_worker)
+            return Decision(Action.reject, general.reason, outcome.code, outcome.reason)
         case SendRefused() if outcome.is_message_error:
             return Decision(Action.reject, MESSAGE_REFUSAL_REASONS[outcome.code], outcome.code, outcome.reason)
         case SendRefused() if outcome.is_rate_limited:
@@ -115,9 +126,37 @@ def _log_rows(rows: list[tuple], state: str) -> None:
         log.debug("row attempt_key=%s state=%s", row[1], state)
 
 
+@dataclass(frozen=True, slots=True)
+class Started:
+    """What :func:`start_request` did: the rows now ``sending`` and those expired instead."""
+
+    sending: frozenset[int]
+    expired: int
+
+
+def start_request(conn: psycopg.Connection, batch: SendBatch, *, now: datetime) -> Started:
+    """Move the claimed rows of ``batch`` to ``sending`` (committed), just before its request goes out.
+
+    Rows past ``expires_at`` become ``expired / expired_unsent`` instead, and
+    rows no longer ``claimed`` (the lease gave them back) are not moved: only
+    the ids in ``sending`` may go into the request.
+    """
+    with conn.transaction():
+        rows = queries.run(conn, "worker_start_request", ids=batch.ids, created_ats=batch.created_ats,
+                           now=now).fetchall()
+    sending = frozenset(row[0] for row in rows if row[2] == "sending")
+    expired = [row for row in rows if row[2] == "expired"]
+    for _id, attempt_key, _state in expired:
+        log.info("expired before its request started attempt_key=%s", attempt_key)
+    if len(rows) < len(batch):
+        log.warning("request attempt_key=%s: %d of %d rows no longer claimed, left out",
+                    batch.first_attempt_key, len(batch) - len(rows), len(batch))
+    return Started(sending, len(expired))
+
+
 def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutcome, *,
                   now: datetime, price_time_zone: str) -> AppliedOutcome:
-    """Write ``outcome`` onto the still-claimed rows of ``batch`` (one transaction).
+    """Write ``outcome`` onto the rows of ``batch`` still ``sending`` (one transaction).
 
     ``now`` is the submission time (the clock's, after the answer came back);
     ``price_time_zone`` names the zone the rate card's days are read in.
@@ -127,17 +166,26 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
     with conn.transaction():
         if decision.action is Action.fan_out:
             assert isinstance(outcome, SendAccepted)
+            answer = {"transaction_id": outcome.transaction_id, "status_code": outcome.status_code}
             rejected: list[tuple] = []
+            unknown: list[tuple] = []
             if outcome.invalid:  # most answers refuse no number: then there is nothing to reject
                 rejected = queries.run(
-                    conn, "worker_reject", **base, recipients=list(outcome.invalid), reason=INVALID_MOBILE_REASON,
-                    status_code=None, cause=None, transaction_id=outcome.transaction_id).fetchall()
+                    conn, "worker_reject", **base, **answer, recipients=list(outcome.invalid),
+                    reason=INVALID_MOBILE_REASON, cause=None).fetchall()
+            if outcome.unlisted:  # in neither list: possibly sent, so never submitted nor rejected
+                unknown = queries.run(conn, "worker_mark_unknown", **base, **answer,
+                                      recipients=list(outcome.unlisted), reason=NOT_IN_ANSWER_REASON).fetchall()
+            if outcome.unmatched:
+                log.warning("answer transaction_id=%s names %d number(s) that match no recipient of the request",
+                            outcome.transaction_id, len(outcome.unmatched))
             submitted = queries.run(
-                conn, "worker_submit", **base, transaction_id=outcome.transaction_id,
-                campaign_id=outcome.campaign_id, price_time_zone=price_time_zone).fetchall()
+                conn, "worker_submit", **base, **answer, campaign_id=outcome.campaign_id,
+                price_time_zone=price_time_zone).fetchall()
             _log_rows(rejected, "rejected")
+            _log_rows(unknown, "unknown")
             _log_rows(submitted, "submitted")
-            applied = AppliedOutcome(decision, submitted=len(submitted), rejected=len(rejected),
+            applied = AppliedOutcome(decision, submitted=len(submitted), rejected=len(rejected), unknown=len(unknown),
                                      unpriced=sum(1 for row in submitted if row[2]))
         elif decision.action is Action.reject:
             rejected = queries.run(
@@ -146,7 +194,8 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
             _log_rows(rejected, "rejected")
             applied = AppliedOutcome(decision, rejected=len(rejected))
         elif decision.action is Action.mark_unknown:
-            unknown = queries.run(conn, "worker_mark_unknown", **base, reason=decision.reason).fetchall()
+            unknown = queries.run(conn, "worker_mark_unknown", **base, recipients=None, reason=decision.reason,
+                                  transaction_id=None, status_code=None).fetchall()
             _log_rows(unknown, "unknown")
             applied = AppliedOutcome(decision, unknown=len(unknown))
         else:
@@ -158,9 +207,9 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
 
 
 def release_unsent(conn: psycopg.Connection, batch: SendBatch, *, now: datetime, reason: str) -> int:
-    """Give back rows whose request was never made (the worker is stopping); returns how many."""
+    """Give back claimed rows whose request was never started (the worker is stopping); returns how many."""
     with conn.transaction():
-        rows = queries.run(conn, "worker_release", ids=batch.ids, created_ats=batch.created_ats, now=now,
+        rows = queries.run(conn, "worker_release_unsent", ids=batch.ids, created_ats=batch.created_ats, now=now,
                            reason=reason).fetchall()
     _log_rows(rows, "pending")
     log.info("released unsent attempt_key=%s rows=%d reason=%s", batch.first_attempt_key, len(rows), reason)
@@ -178,6 +227,6 @@ def _log_summary(batch: SendBatch, outcome: SendOutcome, applied: AppliedOutcome
     stale = len(batch) - applied.moved
     level = logging.WARNING if stale or applied.decision.action is not Action.fan_out else logging.INFO
     log.log(level, "outcome attempt_key=%s action=%s rows=%d submitted=%d rejected=%d unknown=%d "
-                   "released=%d unpriced=%d no_longer_claimed=%d%s",
+                   "released=%d unpriced=%d no_longer_sending=%d%s",
             batch.first_attempt_key, applied.decision.action, len(batch), applied.submitted, applied.rejected,
             applied.unknown, applied.released, applied.unpriced, stale, detail)

@@ -1,8 +1,13 @@
 """Upkeep of the send queue: stale claims and overdue pending rows.
 
-- A ``claimed`` row whose lease ran out becomes ``unknown``, never
-  ``pending``: its request may have left the process, so only evidence from
-  the provider's reports may resolve it (``sql/queries/stuck_claims.sql``).
+- A ``claimed`` row whose lease ran out goes back to ``pending``
+  (``lease_expired_unsent``): a request's rows move to ``sending`` before it
+  goes out, so a ``claimed`` row provably never left, and the next worker
+  sends it (``sql/queries/stuck_claims.sql``).
+- A ``sending`` row whose lease ran out becomes ``unknown``
+  (``lease_expired``), never ``pending``: its request may have reached the
+  provider, so only evidence from the provider's reports may resolve it
+  (``sql/queries/stuck_sending.sql``). The lease counts from ``claimed_at``.
 - A ``pending`` row whose ``expires_at`` passed becomes ``expired``: counted,
   never sent late (``sql/queries/worker_expire_pending.sql``).
 
@@ -26,15 +31,20 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class UpkeepCounts:
-    claims_expired: int  # claimed -> unknown
+    claims_expired: int  # sending -> unknown (the request may have left)
+    claims_released: int  # claimed -> pending (the request never started)
     pending_expired: int  # pending -> expired
 
 
-def expire_stale_claims(conn: psycopg.Connection, *, now: datetime, lease: timedelta) -> int:
-    """Claims older than ``lease`` -> ``unknown``; returns how many."""
+def expire_stale_claims(conn: psycopg.Connection, *, now: datetime, lease: timedelta) -> tuple[int, int]:
+    """Leases older than ``lease``: ``claimed`` -> ``pending``, ``sending`` -> ``unknown``.
+
+    One transaction; returns (released, made unknown).
+    """
     with conn.transaction():
-        rows = queries.run(conn, "stuck_claims", now=now, lease_expired_before=now - lease).fetchall()
-    return len(rows)
+        released = queries.run(conn, "stuck_claims", now=now, lease_expired_before=now - lease).fetchall()
+        unknown = queries.run(conn, "stuck_sending", now=now, lease_expired_before=now - lease).fetchall()
+    return len(released), len(unknown)
 
 
 def expire_overdue_pending(conn: psycopg.Connection, *, now: datetime) -> int:
@@ -48,8 +58,10 @@ def expire_overdue_pending(conn: psycopg.Connection, *, now: datetime) -> int:
 
 def run_upkeep(conn: psycopg.Connection, *, now: datetime, lease: timedelta) -> UpkeepCounts:
     """Both sweeps, each in its own short transaction."""
-    counts = UpkeepCounts(claims_expired=expire_stale_claims(conn, now=now, lease=lease),
+    released, unknown = expire_stale_claims(conn, now=now, lease=lease)
+    counts = UpkeepCounts(claims_expired=unknown, claims_released=released,
                           pending_expired=expire_overdue_pending(conn, now=now))
-    if counts.claims_expired or counts.pending_expired:
-        log.warning("upkeep claims_expired=%d pending_expired=%d", counts.claims_expired, counts.pending_expired)
+    if counts.claims_expired or counts.claims_released or counts.pending_expired:
+        log.warning("upkeep claims_expired=%d claims_released=%d pending_expired=%d",
+                    counts.claims_expired, counts.claims_released, counts.pending_expired)
     return counts

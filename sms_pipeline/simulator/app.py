@@ -23,6 +23,8 @@ from datetime import date, datetime, timedelta
 from typing import Any, BinaryIO, Literal
 from urllib.parse import parse_qsl
 
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as SafeXml
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -31,7 +33,15 @@ from starlette.routing import Route
 
 from sms_pipeline.core.provider_time import InvalidLocalTime, format_local, parse_local
 from sms_pipeline.simulator import dayzip, faults, generation, reports
-from sms_pipeline.simulator.state import ProviderError, SendRequest, SimulatorState, epoch_ms, from_epoch_ms
+from sms_pipeline.simulator.state import (
+    PersonalisedRequest,
+    ProviderError,
+    SendReceipt,
+    SendRequest,
+    SimulatorState,
+    epoch_ms,
+    from_epoch_ms,
+)
 
 API_PREFIX = "/SMSApi"
 ADMIN_PREFIX = "/_sim"
@@ -41,6 +51,10 @@ NETWORK_FAULT_HEADER = "x-sim-network-fault"
 _CREDENTIAL_PARAMS = frozenset({"userid", "password", "apikey"})
 _BOOLEAN_PARAMS = ("duplicatecheck", "testmessage", "renew")
 _JSON_AS_HTML = "text/html"
+# Where read_params puts the <sms> elements of an XML send: [[mobile, msg, dltTemplateId], ...] as JSON.
+# Not a provider parameter; a form field of that name is dropped.
+XML_MESSAGES_PARAM = "_xml_sms"
+_XML_ROOT, _XML_MESSAGE = "data", "sms"
 
 Kind = Literal["send", "report"]
 Params = dict[str, str]
@@ -59,10 +73,49 @@ class Call:
 # ----- request parsing -------------------------------------------------------
 
 
+def xml_params(raw: bytes) -> Params:
+    """The parameters of an XML send: ``<data>``'s scalar children, and its ``<sms>`` list as JSON.
+
+    Parsed with defusedxml, DTDs forbidden: no entity expansion, no external
+    entities. Anything that is not that document is status error ``400``.
+    """
+    try:
+        root = SafeXml.fromstring(raw, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException:
+        raise ProviderError("400", "XML with a DTD or entities is refused") from None
+    except SafeXml.ParseError:
+        raise ProviderError("400", "Malformed XML") from None
+    if root.tag != _XML_ROOT:
+        raise ProviderError("400", f"XML root must be <{_XML_ROOT}>")
+    params: Params = {}
+    messages: list[list[str]] = []
+    for child in root:
+        if child.tag == _XML_MESSAGE:
+            fields = {str(part.tag).lower(): part.text or "" for part in child}
+            messages.append([fields.get("mobile", "").strip(), fields.get("msg", ""),
+                             fields.get("dlttemplateid", "").strip()])
+        else:
+            params[str(child.tag).lower()] = (child.text or "").strip()
+    params[XML_MESSAGES_PARAM] = json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
+    return params
+
+
+def _is_xml(request: Request) -> bool:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return content_type in ("application/xml", "text/xml")
+
+
 async def read_params(request: Request) -> Params:
-    """Query string and form body merged; names lower-cased (both spellings match)."""
+    """Query string and form body merged; names lower-cased (both spellings match).
+
+    An XML body (a multi-message send) gives its fields (:func:`xml_params`);
+    a malformed one raises ``ProviderError``.
+    """
     params = {key.lower(): value for key, value in request.query_params.multi_items()}
-    if request.method == "POST":
+    params.pop(XML_MESSAGES_PARAM, None)
+    if request.method == "POST" and _is_xml(request):
+        params.update(xml_params(await request.body()))
+    elif request.method == "POST":
         body = (await request.body()).decode("utf-8", "replace")
         if "application/json" in request.headers.get("content-type", ""):
             try:
@@ -146,7 +199,11 @@ class SimulatorApp:
     async def _api(self, request: Request, kind: Kind,
                    work: Callable[[Call], Awaitable[Response]]) -> Response:
         state = self.state
-        params = await read_params(request)
+        error_response = _send_error if kind == "send" else _report_error
+        try:
+            params = await read_params(request)
+        except ProviderError as err:
+            return error_response(err)
         path = request.url.path
         fp = fingerprint(path, params)
         arrival = state.arrival(fp)
@@ -157,7 +214,6 @@ class SimulatorApp:
                 state.faults.count(name)
             return fired
 
-        error_response = _send_error if kind == "send" else _report_error
         if decide("http_5xx"):
             status = (500, 502, 503)[int(faults.draw(state.seed, "http_5xx_status", fp, arrival) * 3)]
             return PlainTextResponse("Service Unavailable", status_code=status)
@@ -192,6 +248,8 @@ class SimulatorApp:
     async def send(self, request: Request) -> Response:
         async def work(call: Call) -> Response:
             params = call.params
+            if XML_MESSAGES_PARAM in params:
+                return self._send_personalised(call)
             schedule = params.get("scheduletime", "").strip()
             try:
                 schedule_time = parse_local(_with_seconds(schedule), self.state.timezone) if schedule else None
@@ -207,21 +265,55 @@ class SimulatorApp:
                 test_message=_flag(params, "testmessage", False),
             )
             receipt = self.state.submit(send_request, call.fingerprint, call.arrival)
-            body = {
-                "status": "success",
-                "mobile": ",".join(receipt.accepted),
-                "invalidMobile": ",".join(receipt.invalid),
-                "transactionId": receipt.transaction_id,
-                "statusCode": "200",
-                "reason": "success",
-                "msgId": "",
-                "requestTime": format_local(receipt.request_time, self.state.timezone),
-            }
-            if receipt.campaign_id is not None:
-                body["campaignId"] = receipt.campaign_id
-            return _body(body)
+            return self._send_answer(call, receipt)
 
         return await self._api(request, "send", work)
+
+    def _send_personalised(self, call: Call) -> Response:
+        """The XML multi-message send (same answer as the quick send)."""
+        params = call.params
+        if params.get("scheduletime", "").strip():
+            raise ProviderError("400", "scheduleTime is not supported with the XML send")
+        messages = [(mobile, text) for mobile, text, _template in json.loads(params[XML_MESSAGES_PARAM])]
+        send_request = PersonalisedRequest(
+            sender=params.get("senderid", ""),
+            msg_type=params.get("msgtype", "text") or "text",
+            messages=messages,
+            duplicate_check=_flag(params, "duplicatecheck", True),
+            test_message=_flag(params, "testmessage", False),
+        )
+        return self._send_answer(call, self.state.submit_personalised(send_request, call.fingerprint, call.arrival))
+
+    def _send_answer(self, call: Call, receipt: SendReceipt) -> Response:
+        """The flat success answer, its numbers written as the answer_* faults say."""
+        state = self.state
+        draw_key = (call.fingerprint, call.arrival)
+        styles = [name for name in ("answer_leading_zero", "answer_plus_prefix", "answer_spaces")
+                  if call.decide(name)]
+        omit_rate = state.faults.rate("answer_omits_recipient")
+
+        def listed(numbers: tuple[str, ...], which: str) -> str:
+            shown = []
+            for index, number in enumerate(numbers):
+                if faults.fires(omit_rate, state.seed, "answer_omits_recipient", *draw_key, which, index):
+                    state.faults.count("answer_omits_recipient")
+                    continue
+                shown.append(_styled(number, styles))
+            return ",".join(shown)
+
+        body = {
+            "status": "success",
+            "mobile": listed(receipt.accepted, "mobile"),
+            "invalidMobile": listed(receipt.invalid, "invalidMobile"),
+            "transactionId": receipt.transaction_id,
+            "statusCode": "200",
+            "reason": "success",
+            "msgId": "",
+            "requestTime": format_local(receipt.request_time, state.timezone),
+        }
+        if receipt.campaign_id is not None:
+            body["campaignId"] = receipt.campaign_id
+        return _body(body)
 
     # /otp
     async def otp(self, request: Request) -> Response:
@@ -478,6 +570,17 @@ async def _admin_json(request: Request) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _styled(number: str, styles: list[str]) -> str:
+    """``number`` (as sent) written the way a provider might echo it; unchanged unless all digits."""
+    if not number.isdigit():
+        return number
+    country, national = number[:-10], number[-10:]
+    if "answer_leading_zero" in styles and country == "91" and len(national) == 10:
+        return "0" + (f"{national[:5]} {national[5:]}" if "answer_spaces" in styles else national)
+    text = f"{country} {national[:5]} {national[5:]}" if "answer_spaces" in styles and country else number
+    return "+" + text if "answer_plus_prefix" in styles else text
 
 
 def _with_seconds(text: str) -> str:

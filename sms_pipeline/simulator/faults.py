@@ -26,6 +26,11 @@ REQUEST_FAULTS: tuple[str, ...] = (
     "corrupt_zip",  # day zip with damaged compressed data
     "truncated_zip",  # day zip cut short
     "error_body_zip",  # HTTP 200 JSON error instead of the day zip
+    # How a send's answer writes its numbers (billing unchanged; the client must match them anyway):
+    "answer_plus_prefix",  # "+919876543210"
+    "answer_leading_zero",  # "09876543210" (the national form; Indian numbers only)
+    "answer_spaces",  # "91 98765 43210"
+    "answer_omits_recipient",  # per recipient: listed in neither mobile nor invalidMobile
 )
 # Row-level faults, decided per message (msgId).
 ROW_FAULTS: tuple[str, ...] = (

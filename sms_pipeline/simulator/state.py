@@ -35,6 +35,7 @@ from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CAMPAIGN_SPLIT = 1000  # recipients per transaction of a scheduled campaign [assumed]
+XML_MAX_MESSAGES = 1000  # <sms> per XML send; more is code 414, nothing billed [assumed]
 OTP_TRANSACTION_ID = "0"
 DEFAULT_MOBILE_PATTERNS = (r"91[6-9]\d{9}",)  # India: 91 + 10 digits starting 6-9 [assumed]
 _SENDER = re.compile(r"[A-Za-z0-9]{3,11}")
@@ -118,6 +119,16 @@ class SendRequest(NamedTuple):
     mobiles: Sequence[str]
     duplicate_check: bool
     schedule_time: datetime | None
+    test_message: bool
+
+
+class PersonalisedRequest(NamedTuple):
+    """An XML send: shared sender and type, then (mobile, text) per message, in request order."""
+
+    sender: str
+    msg_type: str
+    messages: Sequence[tuple[str, str]]
+    duplicate_check: bool
     test_message: bool
 
 
@@ -291,6 +302,44 @@ class SimulatorState:
         if UNFILLED_TEMPLATE_VARIABLE in text:
             raise ProviderError("230", "Template mismatch")
         return count_segments(text).segments
+
+    def submit_personalised(self, request: PersonalisedRequest, fingerprint: str, arrival: int) -> SendReceipt:
+        """Validate, bill and record one XML send: each message billed by its own body's segments.
+
+        One transaction id for the request. A message whose number is not
+        valid, or whose body the quick send would refuse (empty, an unfilled
+        template variable), is listed in ``invalid`` and not billed
+        [assumed]; the others are billed like quick-send messages, each
+        with its own text in the ledger and the reports.
+        """
+        if len(request.messages) > XML_MAX_MESSAGES:
+            raise ProviderError("414", f"Too many messages: at most {XML_MAX_MESSAGES} per request")
+        if not _SENDER.fullmatch(request.sender or ""):
+            raise ProviderError("231", "Invalid sender id")
+        taken: list[tuple[int, str, str, int]] = []  # (index, mobile, text, segments)
+        invalid: list[str] = []
+        seen: set[str] = set()
+        for index, (mobile, text) in enumerate(request.messages):
+            if not self.is_valid_mobile(mobile) or not text or UNFILLED_TEMPLATE_VARIABLE in text:
+                invalid.append(mobile)
+            elif not (request.duplicate_check and mobile in seen):  # a dropped repeat is in neither list
+                taken.append((index, mobile, text, count_segments(text).segments))
+                seen.add(mobile)
+        if not taken:
+            raise ProviderError("235", "No valid mobile number")
+        txn_id = generation.transaction_id(self.seed, fingerprint, arrival)
+        with self._lock:
+            now = self.now()
+            now_ms = epoch_ms(now)
+            self._release_due_schedules(now_ms)
+            if not request.test_message:
+                self._charge(sum(segments for *_, segments in taken))
+                for index, mobile, text, segments in taken:
+                    # One billed request per message (its own text and units); the
+                    # message's index as the id "part" keeps a repeated number's msgIds apart.
+                    single = SendRequest(request.sender, request.msg_type, text, (mobile,), False, None, False)
+                    self._append(single, (mobile,), segments, txn_id, None, fingerprint, arrival, now_ms, index)
+        return SendReceipt(txn_id, tuple(mobile for _, mobile, _, _ in taken), tuple(invalid), None, now)
 
     def _charge(self, units: int) -> None:
         if self.credits is not None:

@@ -2,19 +2,25 @@
 -- the row, correlation result and window, and the decided state move
 -- (only `submitted` -> final; every other row keeps its state), with the
 -- applied final's word, cause and delivery time, and the first conflicting
--- final kept beside it. Guarded by the state the decision was made from,
+-- final kept beside it. A receipt that moves a row to `failed` or `expired`
+-- writes our classification beside the provider's cause: state_reason
+-- 'receipt_failed' / 'receipt_expired' (a delivered row keeps its reason).
+-- Guarded by the state the decision was made from,
 -- and only rows whose values change: a re-run updates nothing.
 -- Parameters: window_ms, now. Returns (from_state, to_state, rows).
 WITH target AS (
     SELECT d.*,
            CASE WHEN d.applies THEN d.final_word END AS applied_word,
            CASE WHEN d.applies THEN d.final_cause END AS applied_cause,
-           CASE WHEN d.applies AND d.final_outcome = 'delivered' THEN d.final_done_at END AS applied_delivered_at
+           CASE WHEN d.applies AND d.final_outcome = 'delivered' THEN d.final_done_at END AS applied_delivered_at,
+           CASE WHEN d.new_state IS DISTINCT FROM d.evidence_state AND d.new_state IN ('failed', 'expired')
+                THEN 'receipt_' || d.new_state::text END AS receipt_reason
       FROM reconcile_message_decisions d
 ),
 moved AS (
     UPDATE msg.outbound_message m
        SET state = t.new_state,
+           state_reason = COALESCE(t.receipt_reason, m.state_reason),
            provider_message_id = COALESCE(m.provider_message_id, t.msg_id),
            provider_txn_id = COALESCE(m.provider_txn_id, t.txn_id),
            correlation_result = 'matched',
@@ -29,10 +35,10 @@ moved AS (
      WHERE m.id = t.message_id
        AND m.created_at = t.message_created_at
        AND m.state = t.evidence_state
-       AND (m.state, m.provider_message_id, m.provider_txn_id, m.correlation_result, m.correlation_window_ms,
+       AND (m.state, m.state_reason, m.provider_message_id, m.provider_txn_id, m.correlation_result, m.correlation_window_ms,
             m.final_status, m.provider_cause, m.delivered_at, m.conflicting_final_status)
            IS DISTINCT FROM
-           (t.new_state, COALESCE(m.provider_message_id, t.msg_id), COALESCE(m.provider_txn_id, t.txn_id),
+           (t.new_state, COALESCE(t.receipt_reason, m.state_reason), COALESCE(m.provider_message_id, t.msg_id), COALESCE(m.provider_txn_id, t.txn_id),
             'matched'::msg.correlation_result,
             CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
             COALESCE(t.applied_word, m.final_status),

@@ -1,12 +1,14 @@
--- Claims whose lease ran out become `unknown`, never `pending`: the send may
--- have left the process, so only evidence may resolve them (access pattern
--- 2: outbound_message_stuck_claims_idx). A worker still holding one of these
--- rows finds it no longer `claimed` and its conditional write matches nothing.
+-- Claims whose lease ran out before their request was started go back to
+-- `pending` (state_reason lease_expired_unsent): a `claimed` row provably
+-- never left, since a request's rows move to `sending` before it goes out
+-- (worker_start_request.sql), so the next worker sends it (access pattern 2:
+-- outbound_message_stuck_claims_idx). A worker still holding one of these
+-- rows finds it no longer `claimed` and does not send it.
 -- Parameters: lease_expired_before (now minus the claim lease), now.
 -- Returns the rows moved.
 UPDATE msg.outbound_message
-   SET state = 'unknown',
-       state_reason = 'lease_expired',
+   SET state = 'pending',
+       state_reason = 'lease_expired_unsent',
        updated_at = %(now)s::timestamptz
  WHERE state = 'claimed'
    AND claimed_at < %(lease_expired_before)s::timestamptz

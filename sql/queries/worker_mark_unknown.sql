@@ -1,14 +1,21 @@
 -- Rows of a request whose fate cannot be known (read time-out, reset after
--- writing, HTTP 5xx, unparseable answer) become `unknown`: possibly billed,
--- never re-sent blind; only evidence from the reports resolves them.
--- Conditional on `claimed`: an answer applied twice matches nothing.
--- Parameters: ids, created_ats (the rows' partition keys), reason, now.
+-- writing, HTTP 5xx, unparseable answer; or recipients an accepted answer
+-- names in neither of its lists) become `unknown`: possibly billed, never
+-- re-sent blind; only evidence from the reports resolves them. An accepted
+-- answer's transaction id and status code are kept: the reports correlate by
+-- transaction + recipient.
+-- Conditional on `sending`: an answer applied twice matches nothing.
+-- Parameters: ids, created_ats (the rows' partition keys), recipients (text[]
+-- or NULL = every row), reason, transaction_id, status_code, now.
 -- Returns the rows moved.
 UPDATE msg.outbound_message
    SET state = 'unknown',
        state_reason = %(reason)s,
+       provider_txn_id = coalesce(%(transaction_id)s, provider_txn_id),
+       provider_status_code = coalesce(%(status_code)s, provider_status_code),
        updated_at = %(now)s::timestamptz
  WHERE id = ANY(%(ids)s::bigint[])
    AND created_at = ANY(%(created_ats)s::timestamptz[])  -- prunes partitions
-   AND state = 'claimed'
+   AND state = 'sending'
+   AND (%(recipients)s::text[] IS NULL OR recipient = ANY(%(recipients)s::text[]))
 RETURNING id, attempt_key

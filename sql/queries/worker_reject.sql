@@ -3,7 +3,7 @@
 -- the `invalidMobile` numbers of an accepted request (first half of the
 -- fan-out, so a refused number can never be counted as billed) and for
 -- message-level refusals of a whole request (recipients NULL = every row).
--- Conditional on `claimed`: an answer applied twice matches nothing.
+-- Conditional on `sending`: an answer applied twice matches nothing.
 -- Parameters: ids, created_ats (the rows' partition keys), recipients (text[]
 -- or NULL), reason, status_code, cause, transaction_id, now.
 -- Returns the rows moved.
@@ -16,6 +16,6 @@ UPDATE msg.outbound_message
        updated_at = %(now)s::timestamptz
  WHERE id = ANY(%(ids)s::bigint[])
    AND created_at = ANY(%(created_ats)s::timestamptz[])  -- prunes partitions
-   AND state = 'claimed'
+   AND state = 'sending'
    AND (%(recipients)s::text[] IS NULL OR recipient = ANY(%(recipients)s::text[]))
 RETURNING id, attempt_key

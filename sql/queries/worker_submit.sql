@@ -1,18 +1,19 @@
 -- Fan-out, second half: every row of an accepted request that is still
--- `claimed` (the refused numbers were written `rejected` just before) becomes
+-- `sending` (the refused numbers were written `rejected` just before) becomes
 -- `submitted` and is billed at this moment: billable_units = segments (one
 -- recipient per row), cost = units x the rate-card price valid at submission
 -- (msg.unit_price, the card's days taken in the provider's zone), NULL when
 -- no price applies: counted as unpriced, never a silent 0.
--- Conditional on `claimed`: the same answer applied twice matches nothing.
+-- Conditional on `sending`: the same answer applied twice matches nothing.
 -- Parameters: ids, created_ats (the rows' partition keys), transaction_id,
--- campaign_id, now, price_time_zone.
+-- campaign_id, status_code (the answer's statusCode), now, price_time_zone.
 -- Returns the rows moved.
 UPDATE msg.outbound_message m
    SET state = 'submitted',
        state_reason = NULL,
        provider_txn_id = %(transaction_id)s,
        provider_campaign_id = %(campaign_id)s,
+       provider_status_code = %(status_code)s,
        submitted_at = %(now)s::timestamptz,
        billable_units = m.segments,
        (cost, cost_currency) = (
@@ -22,5 +23,5 @@ UPDATE msg.outbound_message m
        updated_at = %(now)s::timestamptz
  WHERE m.id = ANY(%(ids)s::bigint[])
    AND m.created_at = ANY(%(created_ats)s::timestamptz[])  -- prunes partitions
-   AND m.state = 'claimed'
+   AND m.state = 'sending'
 RETURNING m.id, m.attempt_key, m.cost IS NULL AS unpriced

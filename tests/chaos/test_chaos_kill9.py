@@ -5,14 +5,16 @@ OTPs one per request, with resends) go through three ``sms-pipeline worker``
 processes against the simulator (in this process, on loopback) with faults
 on: 5 % accept-then-drop (billed, no answer), 2 % HTTP 5xx, 1 % rate limit,
 1 % refused connections. Every couple of seconds a random worker is killed
-with SIGKILL and started again. Then the claim lease runs out, upkeep turns
-abandoned claims into ``unknown``, and ``worker --once`` drains the rest.
+with SIGKILL and started again. Then the claim lease runs out, upkeep gives
+abandoned claims whose request never started back to ``pending`` and turns
+requests killed in flight (``sending``) into ``unknown``, and ``worker
+--once`` drains the rest.
 
 Every (body, recipient) pair is unique, so each billed recipient in the
 simulator's ledger names exactly one row. Checked against the ledger:
 nothing billed twice, every ledger entry is one ``submitted`` or ``unknown``
-row, every ``submitted`` row was billed, nothing is left ``pending`` or
-``claimed``, and the cost of the submitted rows is exactly units x price.
+row, every ``submitted`` row was billed, nothing is left ``pending``,
+``claimed`` or ``sending``, and the cost of the submitted rows is exactly units x price.
 Every OTP code the simulator was sent (billed or not) is then searched for
 in the whole database and in every log the workers wrote: none may appear;
 and each newest delivered code verifies, across processes, with the key the
@@ -24,16 +26,11 @@ from __future__ import annotations
 import random
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
 
-import psycopg
 import pytest
 from psycopg.rows import namedtuple_row
 
@@ -42,9 +39,10 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.otp import codes
 from sms_pipeline.otp.verify import VerifyResult, verify_otp
 from sms_pipeline.simulator import app as simulator_app
-from sms_pipeline.simulator.server import RunningSimulator, run_simulator
+from sms_pipeline.simulator.server import run_simulator
 from sms_pipeline import intake
 from sms_pipeline.send import upkeep
+from tests.support.chaos import Workers, billed_recipients, count_states, worker_command
 from tests.support.environment import app_environ, provider_variables
 from tests.support.numbers import digits
 from tests.support.otp import database_text
@@ -65,7 +63,7 @@ DRAIN_S = 300
 OTP_RETRY_AFTER_S = 5  # the provider refuses a resend to one number sooner than this (429)
 CODE_LENGTH = 8  # alphanumeric: a code cannot turn up in the data by accident
 SEED = 6
-WORKER_COMMAND = [str(Path(sys.executable).with_name("sms-pipeline")), "worker", "--batch-size", "100"]
+BATCH_SIZE = 100
 
 
 def _bulk(first_event: int, events: int, per_event: int, message_class: str, rng: random.Random) -> list[dict]:
@@ -100,62 +98,6 @@ def _waves(rng: random.Random) -> tuple[list[dict], list[dict]]:
     second = (_bulk(2_000, 100, 20, "transactional", rng) + _bulk(3_000, 40, 25, "promotional", rng)
               + _otps(1_200, 400, otp_numbers[1_200:]) + _otps(1_600, 400, resent))
     return first, second
-
-
-@dataclass
-class Workers:
-    """The worker processes this test started (and only those are ever signalled)."""
-
-    env: dict[str, str]
-    log_dir: Path
-    slots: list[subprocess.Popen | None] = field(default_factory=lambda: [None] * WORKERS)
-    every: list[subprocess.Popen] = field(default_factory=list)
-    kills: int = 0
-
-    def start(self, slot: int | None, *extra: str) -> subprocess.Popen:
-        """A worker in ``slot`` (None: an extra one, e.g. for the drain), its output in a file of its own."""
-        out = (self.log_dir / f"worker-{slot}-{len(self.every)}.out").open("w")
-        process = subprocess.Popen([*WORKER_COMMAND, *extra], env=self.env, stdout=out, stderr=subprocess.STDOUT)
-        out.close()
-        self.every.append(process)
-        if slot is not None:
-            self.slots[slot] = process
-        return process
-
-    def kill_and_restart(self, slot: int) -> None:
-        process = self.slots[slot]
-        assert process is not None
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-            self.kills += 1
-        process.wait(timeout=30)
-        self.start(slot)
-
-    def stop_all(self, sig: signal.Signals) -> None:
-        """Signal every worker still running, wait for it (SIGKILL after a minute)."""
-        running = [process for process in self.every if process.poll() is None]
-        for process in running:
-            process.send_signal(sig)
-        for process in running:
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.send_signal(signal.SIGKILL)
-                process.wait(timeout=30)
-
-
-def _count(conn: psycopg.Connection, states: tuple[str, ...]) -> int:
-    return conn.execute("SELECT count(*) FROM msg.outbound_message WHERE state::text = ANY(%s)",
-                        (list(states),)).fetchone()[0]
-
-
-def _ledger(sim: RunningSimulator) -> list[tuple[str, str, str, int]]:
-    """(transaction id, text as billed, mobile, units) for every billed recipient."""
-    view = sim.state.view()
-    ledger = view.ledger
-    return [(r.transaction_id, r.text, ledger.mobiles[row], r.units)
-            for r in ledger.requests[: view.request_count]
-            for row in range(r.first_row, r.first_row + r.count)]
 
 
 _TOKEN = re.compile(rf"(?<![0-9A-Za-z])[0-9A-Za-z]{{{CODE_LENGTH}}}(?![0-9A-Za-z])")
@@ -197,7 +139,7 @@ def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_pa
             price(db, unit_price, message_class, tenant=TENANT)
         intake.enqueue(db, [intake.new_message(r, otp_code_length=CODE_LENGTH) for r in first_wave],
                        clock=RealClock())
-        workers = Workers(env, tmp_path)
+        workers = Workers(env, tmp_path, worker_command(BATCH_SIZE), WORKERS)
         try:
             for slot in range(WORKERS):
                 workers.start(slot)
@@ -210,24 +152,25 @@ def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_pa
                     intake.enqueue(db, [intake.new_message(r, otp_code_length=CODE_LENGTH) for r in second_wave],
                                    clock=RealClock())
                     second_wave_in = True
-                drained = second_wave_in and _count(db, ("pending",)) == 0
+                drained = second_wave_in and count_states(db, ("pending",)) == 0
                 if (drained and workers.kills >= MIN_KILLS) or time.monotonic() - started > MAX_CHAOS_S:
                     break
             workers.stop_all(signal.SIGTERM)
 
-            # Claims the killed workers left behind run out of lease; upkeep makes them unknown.
+            # Claims the killed workers left behind run out of lease: upkeep gives the
+            # never-started ones back to pending and makes those killed in flight unknown.
             time.sleep(LEASE_S + 1)
             upkeep.run_upkeep(db, now=RealClock().now(), lease=timedelta(seconds=LEASE_S))
-            assert _count(db, ("claimed",)) == 0
+            assert count_states(db, ("claimed", "sending")) == 0
             # A `--once` drain ends when its circuit breaker opens (the faults
             # stay on), more often on a busy machine: drain until empty, bounded
             # by time rather than by a number of attempts.
             drain_until = time.monotonic() + DRAIN_S
-            while _count(db, ("pending",)) and time.monotonic() < drain_until:
+            while count_states(db, ("pending",)) and time.monotonic() < drain_until:
                 workers.start(None, "--once").wait(timeout=120)
         finally:
             workers.stop_all(signal.SIGKILL)
-        ledger = _ledger(sim)
+        ledger = billed_recipients(sim)
         fired = sim.faults.fired()
 
     # The chaos really happened. (Refusals are drawn per quarter-second slot of
@@ -244,7 +187,7 @@ def test_kill_9_never_bills_twice_and_leaves_no_code_in_clear(db, db_url, tmp_pa
 
     # After the drain nothing waits and nothing is held.
     states = Counter(row.state for row in rows)
-    assert states["pending"] == states["claimed"] == 0, states
+    assert states["pending"] == states["claimed"] == states["sending"] == 0, states
 
     # Each ledger entry is exactly one row, in submitted or unknown, and no row or business key twice.
     templates = {(mobile, template.replace("$otp$", code)): (template, code) for mobile, template, code in seen}

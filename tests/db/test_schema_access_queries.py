@@ -13,10 +13,14 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def _claim(conn: psycopg.Connection, limit: int = 10, message_class: str = "transactional") -> list[int]:
+    """Both statements of a claim, taking every row the first one locked."""
     rows = conn.execute(
-        queries.load("claim_queue"), {"channel": "sms", "message_class": message_class, "now": NOW, "limit": limit}
-    )
-    return [row[0] for row in rows.fetchall()]
+        queries.load("claim_candidates"), {"channel": "sms", "message_class": message_class, "now": NOW, "limit": limit}
+    ).fetchall()
+    if rows:
+        conn.execute(queries.load("claim_take"),
+                     {"ids": [r[0] for r in rows], "created_ats": [r[1] for r in rows], "now": NOW})
+    return [row[0] for row in rows]
 
 
 def test_the_claim_takes_due_rows_oldest_due_first_and_skips_the_rest(db):
@@ -47,11 +51,37 @@ def test_two_workers_never_claim_the_same_row(db_url, db):
     assert not set(taken_first) & set(taken_second)
 
 
-def test_stuck_claims_become_unknown_never_pending(db):
-    stuck = insert_message(db, state="claimed", claimed_at=NOW - timedelta(minutes=10))
-    fresh = insert_message(db, state="claimed", claimed_at=NOW - timedelta(minutes=1))
-    moved = db.execute(queries.load("stuck_claims"), {"lease_expired_before": NOW - timedelta(minutes=5), "now": NOW})
-    assert [row[0] for row in moved.fetchall()] == [stuck[0]]
-    assert fetch(db, stuck, "state", "state_reason") == ("unknown", "lease_expired")
-    assert fetch(db, fresh, "state") == ("claimed",)
+def test_the_lease_gives_back_never_started_claims_and_makes_started_sends_unknown(db):
+    lease = {"lease_expired_before": NOW - timedelta(minutes=5), "now": NOW}
+    stale_claim = insert_message(db, state="claimed", claimed_at=NOW - timedelta(minutes=10))
+    fresh_claim = insert_message(db, state="claimed", claimed_at=NOW - timedelta(minutes=1))
+    stale_send = insert_message(db, state="sending", claimed_at=NOW - timedelta(minutes=10))
+    fresh_send = insert_message(db, state="sending", claimed_at=NOW - timedelta(minutes=1))
+
+    released = db.execute(queries.load("stuck_claims"), lease).fetchall()
+    unknown = db.execute(queries.load("stuck_sending"), lease).fetchall()
+
+    assert [row[0] for row in released] == [stale_claim[0]]
+    assert [row[0] for row in unknown] == [stale_send[0]]
+    # Provably never sent: back in the queue. Possibly sent: unknown, never pending.
+    assert fetch(db, stale_claim, "state", "state_reason") == ("pending", "lease_expired_unsent")
+    assert fetch(db, stale_send, "state", "state_reason") == ("unknown", "lease_expired")
+    assert fetch(db, fresh_claim, "state") == ("claimed",)
+    assert fetch(db, fresh_send, "state") == ("sending",)
+
+
+def test_starting_a_request_moves_claimed_rows_to_sending_and_expires_the_overdue(db):
+    due = insert_message(db, state="claimed", claimed_at=NOW - timedelta(seconds=5))
+    overdue = insert_message(db, state="claimed", claimed_at=NOW - timedelta(seconds=5),
+                             expires_at=NOW - timedelta(seconds=1))
+    given_back = insert_message(db, state="pending")  # the lease gave it back meanwhile
+    keys = [due, overdue, given_back]
+    params = {"ids": [k[0] for k in keys], "created_ats": [k[1] for k in keys], "now": NOW}
+
+    moved = {row[0]: row[2] for row in db.execute(queries.load("worker_start_request"), params).fetchall()}
+
+    assert moved == {due[0]: "sending", overdue[0]: "expired"}
+    assert fetch(db, overdue, "state_reason") == ("expired_unsent",)
+    assert fetch(db, given_back, "state") == ("pending",)
+    assert db.execute(queries.load("worker_start_request"), params).fetchall() == []  # twice: nothing
 

@@ -78,7 +78,7 @@ def test_seconds_since_last_receipt(db):
 
 
 SCHEMA_QUERIES = [
-    "claim_queue", "stuck_claims", "oldest_pending_age_seconds", "pending_ratio_by_class", "seconds_since_last_receipt",
+    "claim_candidates", "stuck_claims", "stuck_sending", "oldest_pending_age_seconds", "pending_ratio_by_class", "seconds_since_last_receipt",
     "outbound_queue_observation",
 ]  # fmt: skip
 

@@ -16,7 +16,8 @@ STATES = [s.value for s in MessageState]
 # The table of docs/design.md#message-states, written out again so a change to either copy shows up here.
 DESIGN_TABLE = {
     ("pending", "claimed"), ("pending", "expired"),
-    ("claimed", "pending"), ("claimed", "submitted"), ("claimed", "rejected"), ("claimed", "unknown"),
+    ("claimed", "pending"), ("claimed", "sending"), ("claimed", "expired"),
+    ("sending", "submitted"), ("sending", "rejected"), ("sending", "unknown"), ("sending", "pending"),
     ("submitted", "delivered"), ("submitted", "failed"), ("submitted", "expired"),
     ("unknown", "submitted"), ("unknown", "failed"),
     ("failed", "superseded"), ("rejected", "superseded"), ("expired", "superseded"),
@@ -54,6 +55,11 @@ def test_every_pair_of_states_is_allowed_exactly_when_the_table_says(db):
 def test_the_transitions_that_must_never_happen(db):
     at = datetime.now(UTC)
     forbidden = [("unknown", "pending")]
+    # Only a started request has an outcome: a `claimed` row never left, so the
+    # provider cannot have accepted, refused or half-taken it.
+    forbidden += [("claimed", "submitted"), ("claimed", "rejected"), ("claimed", "unknown")]
+    # A started request never goes back to "not started", nor expires unsent.
+    forbidden += [("sending", "claimed"), ("sending", "expired")]
     forbidden += [("delivered", s) for s in STATES if s != "delivered"]
     forbidden += [("superseded", s) for s in STATES if s != "superseded"]
     for old, new in forbidden:

@@ -1,9 +1,11 @@
 """A person's path through the UI, in a real Chromium driven by Playwright.
 
-`sms-pipeline dev` is started on free ports against a fresh database; the
-test opens the asset graph, checks the assets are there, materialises one day
-partition of the day report by clicking, waits for Dagster to record the run
-as a success, and reads the loaded checkpoint back from the database.
+`sms-pipeline dev` is started on free ports against the test's database:
+* on a fresh database, the asset graph and catalog are there, and one day
+  partition of the day report materialises by clicking;
+* after `sms-pipeline demo`, a range backfill of the daily job typed into the
+  launch dialog rebuilds every day asset for every demo day, its checks pass
+  or fail only as the demo explains, and the marts are unchanged.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import psycopg
 import pytest
 
 from sms_pipeline.db import connection
+from sms_pipeline.demo.run import LEFT_FOR_A_PERSON
 from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
@@ -235,20 +238,26 @@ def test_a_range_backfill_from_the_ui_rebuilds_every_day_asset_of_the_demo_days(
             "SELECT asset_key, count(DISTINCT partition) FROM event_logs "
             "WHERE dagster_event_type = 'ASSET_MATERIALIZATION' "
             "AND run_id IN (SELECT run_id FROM run_tags WHERE key = 'dagster/backfill') GROUP BY 1").fetchall())
-        failed_errors = [
-            event["check_name"] for (raw,) in conn.execute(
+        evaluations = [
+            json.loads(raw)["dagster_event"]["event_specific_data"] for (raw,) in conn.execute(
                 "SELECT event FROM event_logs WHERE dagster_event_type = 'ASSET_CHECK_EVALUATION' "
                 "AND run_id IN (SELECT run_id FROM run_tags WHERE key = 'dagster/backfill')").fetchall()
-            for event in [json.loads(raw)["dagster_event"]["event_specific_data"]]
-            if not event["success"] and "ERROR" in str(event["severity"])
         ]
-    # every asset of the daily job (ingest, reconciliation, views, marts, tie-out), for every day
+    # every asset of the daily job (ingest, reconciliation, views, marts, tie-out): all 16, for every day
     expected = {'["dlr", "day_report"]', '["dlr", "transaction_reports"]', '["dlr", "receipts"]',
                 '["msg", "reconciliation"]', '["dlr", "provider_summary"]', '["marts", "cost_daily"]',
                 '["marts", "delivery_latency_daily"]', '["marts", "delivery_by_class_daily"]',
-                '["marts", "reconciliation_daily"]', '["marts", "provider_tieout_daily"]'}
-    assert expected <= set(materialized), sorted(materialized)
+                '["marts", "reconciliation_daily"]', '["marts", "provider_tieout_daily"]',
+                '["transform", "stg_msg__outbound_messages"]', '["transform", "stg_dlr__delivery_receipts"]',
+                '["transform", "stg_dlr__orphaned_receipts"]', '["transform", "stg_dlr__provider_summaries"]',
+                '["transform", "stg_dlr__provider_summary_fetches"]', '["transform", "int_messages__final_state"]'}
+    assert set(materialized) == expected, sorted(materialized)
     assert all(count == len(days) for count in materialized.values()), materialized
-    assert failed_errors == []
+    # the checks ran; what failed is only what the demo leaves for a person on purpose, as a warning
+    assert len(evaluations) >= 20
+    failed = {(e["check_name"], "ERROR" in str(e["severity"])) for e in evaluations if not e["success"]}
+    assert {name for name, _ in failed} <= set(LEFT_FOR_A_PERSON) and not any(error for _, error in failed), failed
     with psycopg.connect(db_url) as conn:
         assert conn.execute(_MARTS_CHECKSUMS).fetchall() == marts_before  # the replay changed nothing
+        cost_days = {d.isoformat() for (d,) in conn.execute("SELECT DISTINCT day FROM marts.cost_daily")}
+    assert set(days) <= cost_days  # finance's mart has those days (equal checksums of empty tables prove nothing)

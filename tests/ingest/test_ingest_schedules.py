@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.environment import app_environ
 from sms_pipeline.definitions import defs
-from sms_pipeline.orchestration.ingest_assets import DAY_REPORT, INTRADAY_DELIVERY_REPORTS, TRANSACTION_REPORTS
+from sms_pipeline.orchestration.asset_keys import DAY_REPORT, INTRADAY_DELIVERY_REPORTS, TRANSACTION_REPORTS
 
 LONDON = ZoneInfo("Europe/London")
 KOLKATA = ZoneInfo("Asia/Kolkata")

@@ -45,11 +45,13 @@ def _job_checks(defs: dg.Definitions, job: str) -> tuple[set[dg.AssetCheckKey], 
     return set(job_def.asset_layer.asset_graph.asset_check_keys), health_nodes
 
 
-def test_the_hourly_job_observes_the_queue_and_runs_only_its_checks(defs):
+def test_the_hourly_job_observes_the_queue_and_runs_every_health_check(defs):
+    """On-call hears within the hour when receipts stop: every reading runs hourly, on what is stored."""
     job = defs.resolve_job_def(HOURLY_JOB)
     assert {OUTBOUND_QUEUE, UPKEEP} <= job.asset_layer.selected_asset_keys
+    assert not {RECEIPTS, RECONCILIATION, COST_DAILY} & job.asset_layer.selected_asset_keys
     checks, nodes = _job_checks(defs, HOURLY_JOB)
-    assert checks == QUEUE_CHECKS and len(nodes) == 1
+    assert checks == QUEUE_CHECKS | DAILY_CHECKS and len(nodes) == 1
 
 
 def test_the_daily_job_runs_the_receipts_reconciliation_and_cost_checks(defs):

@@ -15,7 +15,8 @@ import dagster as dg
 import pytest
 
 from sms_pipeline.orchestration import run_guard
-from sms_pipeline.orchestration.run_guard import PoolWaitExpired, ProcessIdentity, RunGuard
+from sms_pipeline.orchestration.processes import ProcessIdentity
+from sms_pipeline.orchestration.run_guard import PoolWaitExpired, RunGuard
 from tests.support.dagster_instance import (
     add_run,
     ended_process,

@@ -13,7 +13,7 @@ from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
 from sms_pipeline.orchestration import run_launcher
 from sms_pipeline.orchestration.run_launcher import WatchedRunLauncher
-from tests.support.dagster_instance import add_run
+from tests.support.dagster_instance import add_run, ended_process, live_process
 
 
 def _worker_started(instance: dg.DagsterInstance, run_id: str, pid: int) -> None:
@@ -53,6 +53,15 @@ def test_a_pid_taken_by_a_later_process_is_a_dead_worker(dagster_instance, monke
     finally:
         later.kill()
         later.wait()
+
+
+def test_a_run_of_a_dead_process_of_ours_is_failed_too(dagster_instance):
+    """materialize's and the demo's runs execute in their own process, named in their tags."""
+    with live_process() as alive:
+        running = add_run(dagster_instance, alive)
+        assert _health(dagster_instance, running) == WorkerStatus.RUNNING
+    gone = add_run(dagster_instance, ended_process())
+    assert _health(dagster_instance, gone) == WorkerStatus.FAILED
 
 
 def test_run_monitoring_fails_the_run_of_a_dead_worker(dagster_instance):

@@ -73,6 +73,7 @@ def test_retention_purges_requests_whose_message_is_done_and_keeps_waiting_ones(
     done, waiting = enqueue(db, [otp_request(1), otp_request(2)], clock)
     db.execute("UPDATE msg.outbound_message SET state = 'claimed', claimed_at = %s WHERE id = %s",
                (clock.now(), done.message_id))
+    db.execute("UPDATE msg.outbound_message SET state = 'sending' WHERE id = %s", (done.message_id,))
     db.execute("UPDATE msg.outbound_message SET state = 'rejected' WHERE id = %s", (done.message_id,))
 
     assert db.execute("SELECT msg.purge_otp_verifications(%s)", (clock.now(),)).fetchone() == (0,)

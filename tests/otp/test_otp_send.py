@@ -20,6 +20,7 @@ from sms_pipeline.otp.verify import VerifyResult, verify_otp
 from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.claim import claim
 from sms_pipeline.send.loop import ProviderRefusedConfiguration
+from sms_pipeline.send.outcomes import start_request
 
 
 def _rows(db) -> list[dict]:
@@ -75,17 +76,18 @@ def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_
     assert not [code for code in sent.values() if _appears(code, text)]
 
 
-def test_otps_are_claimed_a_few_at_a_time_whatever_the_batch_size(db, db_url, client, clock, policy, caplog):
+def test_otps_are_claimed_one_request_at_a_time_whatever_the_batch_size(db, db_url, client, clock, policy,
+                                                                        caplog):
     price(db, "0.1500", "otp")
-    enqueue(db, [otp_request(n) for n in range(1, 2 * OTP_CLAIM_LIMIT + 3)], clock)
+    enqueue(db, [otp_request(n) for n in range(1, 6)], clock)
 
     with caplog.at_level(logging.INFO, logger="sms_pipeline.send.loop"):
         summary = make_worker(db_url, client, clock, policy, batch_size=500).run(once=True)
 
-    assert summary.submitted == 2 * OTP_CLAIM_LIMIT + 2
+    assert summary.submitted == 5
     claims = [int(m.group(1)) for r in caplog.records
               if (m := re.search(r"class=otp rows=(\d+)", r.getMessage()))]
-    assert claims == [OTP_CLAIM_LIMIT, OTP_CLAIM_LIMIT, 2]
+    assert OTP_CLAIM_LIMIT == 1 and claims == [1] * 5  # a claim takes only what the worker sends next
 
 
 def test_the_code_that_went_out_verifies_once(db, db_url, sim, client, clock, policy):
@@ -159,21 +161,51 @@ def test_no_connection_releases_the_otp_and_the_next_attempt_makes_a_new_code(db
     assert _verify(db, clock, mobile, code) is VerifyResult.ok
 
 
-def test_a_configuration_refusal_rejects_the_otp_and_stops_the_worker(db, db_url, sim, clock, policy):
+def test_a_configuration_refusal_never_costs_an_otp(db, db_url, sim, clock, policy):
+    # Deliverable 7 of issue 18: with a wrong password each worker start used to
+    # turn one OTP into rejected / configuration_refused.
+    price(db, "0.1500", "otp")
     enqueue(db, [otp_request(1), otp_request(2)], clock)
 
-    with client_for(sim, password="wrong") as client, \
-            pytest.raises(ProviderRefusedConfiguration, match="code 216"):
-        make_worker(db_url, client, clock, policy).run(once=True)
+    for _start in range(3):  # an operator restarting the worker before fixing the password
+        with client_for(sim, password="wrong") as client, \
+                pytest.raises(ProviderRefusedConfiguration, match="code 216.*back in pending"):
+            make_worker(db_url, client, clock, policy).run(once=True)
+        # The refused OTP went back to pending with its reason (which of the two: rows of one
+        # intake tie on due time); nothing was sent, no code is kept.
+        assert {r["state"] for r in _rows(db)} == {"pending"}
+        assert "configuration_refused" in {r["state_reason"] for r in _rows(db)}
+        assert verification_rows(db) == [] and sent_codes(sim) == []
 
-    assert [(r["state"], r["state_reason"], r["provider_status_code"]) for r in _rows(db)] == [
-        ("rejected", "configuration_refused", "216"), ("pending", "released_unsent", None)]
-    assert verification_rows(db) == []
+    # Password fixed: both go out, once each, and their codes verify.
+    with client_for(sim) as client:
+        summary = make_worker(db_url, client, clock, policy).run(once=True)
+    assert summary.submitted == 2
+    assert [r["state"] for r in _rows(db)] == ["submitted", "submitted"]
+    assert sum(r["attempt_count"] for r in _rows(db)) == 3 + 2  # each refused start claimed one OTP only
+    assert len(verification_rows(db)) == 2
+    for mobile, code in sent_codes(sim):
+        assert _verify(db, clock, mobile, code) is VerifyResult.ok
+
+
+def test_an_unclassified_refusal_releases_the_otp_and_a_message_refusal_rejects_it():
+    from sms_pipeline.provider.results import SendRefused
+    from sms_pipeline.send.outcomes import Action, decide
+
+    unclassified = decide(SendRefused("999", "something new"), "otp")
+    configuration = decide(SendRefused("301", "no credit"), "otp")
+    template = decide(SendRefused("230", "template mismatch"), "otp")
+    assert (unclassified.action, unclassified.stop_worker) == (Action.release, True)
+    assert (configuration.action, configuration.reason, configuration.stop_worker) == (
+        Action.release, "configuration_refused", True)
+    assert (template.action, template.reason) == (Action.reject, "template_mismatch")
 
 
 def _claimed_otp(db, clock, policy, client):
+    """One OTP claimed and its request started (``sending``), as the worker leaves it just before the call."""
     strategy = OtpStrategy(client, PROVIDER_ZONE, policy)
     [batch] = strategy.plan(claim(db, channel="sms", message_class="otp", now=clock.now(), limit=10), 500)
+    assert start_request(db, batch, now=clock.now()).sending == frozenset(batch.ids)
     return strategy, batch
 
 
@@ -199,7 +231,7 @@ def test_outcome_and_verification_are_one_transaction(db, sim, client, clock, po
     with pytest.raises(psycopg.errors.CheckViolation):
         strategy.record(db, broken, now=clock.now())
 
-    assert [r["state"] for r in _rows(db)] == ["claimed"]  # the outcome went back with it
+    assert [r["state"] for r in _rows(db)] == ["sending"]  # the outcome went back with it
     assert verification_rows(db) == []
     assert strategy.record(db, sent, now=clock.now()).submitted == 1
     assert len(verification_rows(db)) == 1

@@ -51,7 +51,21 @@ def test_send_success_sample():
         invalid=("917",),
         campaign_id=None,
         request_time=datetime(2026, 7, 16, 18, 50, 9, tzinfo=UTC),
+        status_code="200",
     )
+
+
+def test_send_answer_is_matched_to_the_request_whatever_the_number_format():
+    body = (b'{"status":"success","statusCode":"200","transactionId":"6305583318236810379",'
+            b'"mobile":"+91 99999 99999,09888888888,919000000000","invalidMobile":"+917"}')
+
+    outcome = normalise.send_outcome(200, body, IST, ["917", "919888888888", "919999999999", "919777777777"])
+
+    assert isinstance(outcome, SendAccepted)
+    assert outcome.accepted == ("919999999999", "919888888888")
+    assert outcome.invalid == ("917",)
+    assert outcome.unlisted == ("919777777777",)  # in neither list: possibly sent
+    assert outcome.unmatched == ("919000000000",)  # not ours: kept for the log
 
 
 def test_send_error_sample():
@@ -80,7 +94,7 @@ def test_otp_sample_transaction_zero_is_absent():
     outcome = normalise.otp_outcome(200, OTP_SUCCESS)
 
     assert outcome == SendAccepted(transaction_id=None, accepted=("919999999999",), invalid=(),
-                                   retry_after_s=30, create_time=_ms(1700117933163))
+                                   retry_after_s=30, create_time=_ms(1700117933163), status_code="200")
 
 
 def test_getdlr_sample_keeps_ids_as_text():

@@ -8,7 +8,7 @@ from datetime import timedelta
 import dagster as dg
 
 from sms_pipeline.orchestration.asset_keys import OUTBOUND_QUEUE
-from sms_pipeline.orchestration.reconcile_assets import CHECK_TARGETS
+from sms_pipeline.orchestration.asset_keys import HEALTH_CHECK_TARGETS
 from tests.support.numbers import numbers
 
 
@@ -27,7 +27,7 @@ def test_a_healthy_day_passes_every_check(world):
     failed = {name: c.description for name, c in checks.items() if not c.passed}
     assert failed == {}
     assert checks["oldest_pending_age"].metadata["oldest_pending_age_seconds"].value == 0
-    assert {name: c.asset_key for name, c in checks.items()} == CHECK_TARGETS
+    assert {name: c.asset_key for name, c in checks.items()} == HEALTH_CHECK_TARGETS
 
 
 def test_the_checks_run_as_one_step_after_the_queue_is_observed(world):

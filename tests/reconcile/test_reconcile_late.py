@@ -52,7 +52,10 @@ def test_an_unknown_row_from_accept_then_drop_ends_submitted_then_final(world):
         msg_id = world.msg_id_of(recipient)
         assert row["state"] in ("submitted", "delivered", "failed", "expired")
         assert row["state"] == world.expected_state(msg_id, world.clock.now())
-        assert row["state_reason"] == "submission_confirmed" and row["submitted_at"] is not None
+        # our classification: confirmed by a receipt, then (if any) the final receipt's own
+        expected_reason = {"failed": "receipt_failed", "expired": "receipt_expired"}.get(row["state"],
+                                                                                         "submission_confirmed")
+        assert row["state_reason"] == expected_reason and row["submitted_at"] is not None
 
 
 def test_an_unknown_row_from_a_5xx_is_proved_never_submitted_after_the_grace(world):
@@ -69,7 +72,8 @@ def test_an_unknown_row_from_a_5xx_is_proved_never_submitted_after_the_grace(wor
     ).fetchone()[0]
     assert fetched_at == world.clock.now()
     row = world.row(key)
-    assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
+    # proved never submitted, then re-sent as a new attempt in the same transaction (a transactional row)
+    assert (row["state"], row["state_reason"]) == ("superseded", "resent_after_proof")
     assert (row["submitted_at"], row["billable_units"], row["cost"]) == (None, None, None)
     assert world.ledger() and numbers(1)[0] not in [e.mobile for e in world.ledger()]
 
@@ -85,4 +89,4 @@ def test_a_quiet_days_unknown_row_is_proved_by_a_later_download_that_found_the_f
             WHERE c.report_kind = 'day' AND c.report_date = %s""", (world.day,)).fetchone()
     assert checkpoint is not None and checkpoint[0] < checkpoint[1] == world.clock.now()
     row = world.row(key)
-    assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
+    assert (row["state"], row["state_reason"]) == ("superseded", "resent_after_proof")  # proved, then re-sent

@@ -119,7 +119,7 @@ def test_case_6_a_receipt_without_a_message_is_an_orphan_until_the_message_appea
 
     # the message appears (e.g. restored from the worker's log) and the orphan is resolved
     world.clock.set(world.clock.now())
-    key = world._insert(recipient, "Your order has shipped", "SGCSMS", "transactional", state="claimed",
+    key = world._insert(recipient, "Your order has shipped", "SGCSMS", "transactional", state="sending",
                         claimed_at=world.submitted_at(msg_id))
     world.conn.execute(
         "UPDATE msg.outbound_message SET state = 'submitted', provider_txn_id = %s, submitted_at = claimed_at, "
@@ -139,10 +139,10 @@ def test_case_7_receipt_before_the_response_was_stored(world):
     key = world.send_then_crash(recipient)
     world.move_to(world.at(world.day + timedelta(days=1), 3))
     world.run_daily(world.day)
-    assert world.row(key)["state"] == "claimed"  # a claimed row is the worker's: never touched
+    assert world.row(key)["state"] == "sending"  # a request in flight is the worker's: never touched
     assert world.conn.execute("SELECT count(*) FROM dlr.orphaned_receipts").fetchone() == (1,)
 
-    world.run_upkeep()  # the lease ran out: claimed -> unknown
+    world.run_upkeep()  # the lease ran out with the request in flight: sending -> unknown
     assert world.row(key)["state"] == "unknown"
     world.run_daily(world.day)
     row = world.row(key)

@@ -82,7 +82,7 @@ def test_only_an_event_that_waited_is_linked_by_an_update(world):
     assert len(waiting) == 1
     world.conn.execute(_WATCH_RECEIPT_UPDATES)
 
-    key = world._insert(recipient, "Your order has shipped", "SGCSMS", "transactional", state="claimed",
+    key = world._insert(recipient, "Your order has shipped", "SGCSMS", "transactional", state="sending",
                         claimed_at=world.submitted_at(world.msg_id_of(recipient)))
     world.conn.execute(
         "UPDATE msg.outbound_message SET state = 'submitted', provider_txn_id = %s, submitted_at = claimed_at, "

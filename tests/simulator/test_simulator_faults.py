@@ -11,7 +11,9 @@ def test_every_fault_of_the_issue_has_a_name():
     assert set(FAULT_NAMES) == {
         "accept_then_drop", "stall", "refuse_connection", "http_5xx", "slow", "rate_limit_send",
         "rate_limit_report", "corrupt_zip", "truncated_zip", "error_body_zip", "duplicate_rows", "neighbour_day",
-        "unmapped_status"}
+        "unmapped_status",
+        # issue 18: answers that write our numbers differently, or leave one out
+        "answer_plus_prefix", "answer_leading_zero", "answer_spaces", "answer_omits_recipient"}
 
 
 @pytest.mark.parametrize(("spec", "expected"), [

@@ -22,7 +22,7 @@ import pytest
 
 from sms_pipeline.db import connection
 from sms_pipeline.orchestration import instance as instance_module
-from sms_pipeline.orchestration.run_guard import ProcessIdentity, _stat
+from sms_pipeline.orchestration.processes import ProcessIdentity, _stat
 from sms_pipeline.settings import Settings
 
 

@@ -27,6 +27,7 @@ from sms_pipeline.core.provider_time import day_bounds, local_date, localise
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.definitions import ASSETS as PIPELINE_ASSETS
 from sms_pipeline.orchestration import reconcile_assets
+from sms_pipeline.orchestration.asset_keys import HEALTH_CHECK_TARGETS
 from sms_pipeline.orchestration.schedules import partition_range_tags
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
@@ -84,7 +85,7 @@ class World:
         return insert_message(self.conn, **values)
 
     def _submitted(self, recipient, text, sender, message_class, txn_id) -> tuple:
-        key = self._insert(recipient, text, sender, message_class, state="claimed", claimed_at=self.clock.now())
+        key = self._insert(recipient, text, sender, message_class, state="sending", claimed_at=self.clock.now())
         self.conn.execute(
             """UPDATE msg.outbound_message m
                   SET state = 'submitted', provider_txn_id = %(txn)s, submitted_at = %(now)s,
@@ -123,10 +124,10 @@ class World:
         return keys
 
     def send_then_crash(self, recipient: str, text: str = "Your order has shipped") -> tuple:
-        """The provider accepted the request but the worker died before writing: the row stays `claimed`."""
+        """The provider accepted the request but the worker died before writing: the row stays `sending`."""
         outcome = self.client.send([recipient], text, SENDER)
         assert isinstance(outcome, SendAccepted), outcome
-        return self._insert(recipient, text, SENDER, "transactional", state="claimed", claimed_at=self.clock.now())
+        return self._insert(recipient, text, SENDER, "transactional", state="sending", claimed_at=self.clock.now())
 
     def send_same_number_twice(self, recipient: str, text: str = "Your order has shipped") -> list[tuple]:
         """One request listing a number twice (the worker never does this; the provider then has two msgIds)."""
@@ -178,7 +179,7 @@ class World:
         and the checks of dlr/receipts, msg/reconciliation and marts/cost_daily run on what is stored
         (without materialising those assets), all in the one health-check step."""
         self.run_upkeep()
-        check_keys = [dg.AssetCheckKey(asset, name) for name, asset in reconcile_assets.CHECK_TARGETS.items()]
+        check_keys = [dg.AssetCheckKey(asset, name) for name, asset in HEALTH_CHECK_TARGETS.items()]
         selection = dg.AssetSelection.assets(reconcile_assets.OUTBOUND_QUEUE) | dg.AssetSelection.checks(*check_keys)
         result = dg.materialize([*PIPELINE_ASSETS, reconcile_assets.health_checks],
                                 selection=selection, resources=self.resources(),

@@ -18,9 +18,12 @@ EXPECTED = {
     ("pending", "claimed"),
     ("pending", "expired"),
     ("claimed", "pending"),
-    ("claimed", "submitted"),
-    ("claimed", "rejected"),
-    ("claimed", "unknown"),
+    ("claimed", "sending"),
+    ("claimed", "expired"),
+    ("sending", "submitted"),
+    ("sending", "rejected"),
+    ("sending", "unknown"),
+    ("sending", "pending"),
     ("submitted", "delivered"),
     ("submitted", "failed"),
     ("submitted", "expired"),
@@ -63,7 +66,7 @@ def test_terminal_and_replayable() -> None:
 
 
 def test_billable_states_exclude_never_sent_states() -> None:
-    assert BILLABLE_STATES.isdisjoint({"pending", "claimed", "rejected", "unknown"})
+    assert BILLABLE_STATES.isdisjoint({"pending", "claimed", "sending", "rejected", "unknown"})
     assert {"submitted", "delivered"} <= BILLABLE_STATES
 
 

@@ -57,7 +57,10 @@ def test_the_forwarder_writes_every_line_to_the_file_and_the_few_to_the_console(
     log.parent.mkdir()
     forwarder = dev_cmd.Forwarder(child.stdout, log, console, seen.append)
     forwarder.start()
-    child.communicate("".join(f"{line}\n" for line in lines).encode())
+    # not communicate(): it would read the child's output itself, racing the forwarder for it
+    child.stdin.write("".join(f"{line}\n" for line in lines).encode())
+    child.stdin.close()
+    child.wait(timeout=10)
     forwarder.join(timeout=10)
     assert not forwarder.is_alive()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from sms_pipeline.orchestration.run_guard import HOST_TAG, PID_TAG, ProcessIdentity, _stat, process_gone
+from sms_pipeline.orchestration.processes import HOST_TAG, PID_TAG, ProcessIdentity, _stat, process_gone
 from tests.support.dagster_instance import ended_process, identity_of, live_process, wait_until
 
 

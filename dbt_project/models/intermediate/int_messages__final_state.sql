@@ -67,7 +67,9 @@ classified as (
         submitted_at is not null and state <> 'rejected' as is_billed,
         state = 'rejected' as is_rejected,
         state = 'unknown' as is_unknown,
-        state = 'failed' and state_reason is not distinct from 'not_submitted' as is_not_submitted,
+        -- proved never submitted; still counted once reconciliation re-sent it (superseded, resent_after_proof)
+        (state = 'failed' and state_reason is not distinct from 'not_submitted')
+            or (state = 'superseded' and state_reason is not distinct from 'resent_after_proof') as is_not_submitted,
         conflicting_final_status is not null as has_conflicting_final,
         first_final_outcome
 

@@ -1,0 +1,12 @@
+-- The durable "request started" step of the send (docs/design.md#exactly-once-send):
+-- a worker moves a request's rows `claimed -> sending` in one committed
+-- statement just before the request goes out. `claimed` then means "held,
+-- provably never sent" (an expired lease gives it back to `pending`), and
+-- `sending` means "the request may have left" (an expired lease makes it
+-- `unknown`).
+--
+-- Its own file: a value added by ALTER TYPE ... ADD VALUE cannot be used in
+-- the transaction that added it, and each V file runs in one transaction.
+-- The transition rule that names it is msg.is_legal_transition
+-- (R__message_rules.sql), applied after every V file.
+ALTER TYPE msg.message_state ADD VALUE IF NOT EXISTS 'sending' AFTER 'claimed';
