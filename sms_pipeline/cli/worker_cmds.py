@@ -234,7 +234,8 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
 
 def replay_message(args: argparse.Namespace, settings: Settings) -> int:
     with connection.connect_url(_database_url(settings), autocommit=True) as conn:
-        done = message_tools.replay(conn, args.message_id, reason=args.reason, clock=RealClock())
+        done = message_tools.replay(conn, args.message_id, reason=args.reason, clock=RealClock(),
+                                    send_window=timedelta(hours=settings.max_send_delay_h))
     print(f"message {done.replaced_id} superseded; new attempt id={done.message_id} "
           f"attempt_key={done.attempt_key} is pending")
     return 0

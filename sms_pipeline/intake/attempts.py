@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import psycopg
@@ -29,10 +29,12 @@ class Replayed:
 
 def supersede_with_new_attempts(
     conn: psycopg.Connection, rows: Sequence[tuple[int, datetime]], *, state: str, state_reason: str,
-    now: datetime, state_reason_was: str | None = None,
+    now: datetime, send_window: timedelta, state_reason_was: str | None = None,
 ) -> list[Replayed]:
     """Supersede ``rows`` (id, created_at) still in ``state`` (and ``state_reason_was``, when given),
     each with a new pending attempt taking its business key over; inside the caller's transaction.
+    A new attempt keeps its row's expiry while it is ahead, else expires ``send_window`` from ``now``
+    (``SMS_PIPELINE_MAX_SEND_DELAY_H``, as intake gives any row).
 
     The one mechanism behind an operator replay and the automatic re-send
     after proof of non-submission: set-based (two statements whatever the
@@ -49,7 +51,7 @@ def supersede_with_new_attempts(
     if not superseded:
         return []
     inserted = queries.run(conn, "ops_replay_insert", ids=[r[0] for r in superseded],
-                           created_ats=[r[1] for r in superseded], now=now).fetchall()
+                           created_ats=[r[1] for r in superseded], now=now, expires_at=now + send_window).fetchall()
     if len(inserted) != len(superseded):
         raise RuntimeError(f"superseded {len(superseded)} attempts but enqueued {len(inserted)} new ones")
     return [Replayed(replaced_id, new_id, new_created_at, attempt_key)

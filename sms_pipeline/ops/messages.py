@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
@@ -129,7 +129,8 @@ def trace(conn: psycopg.Connection, *, business_key: str | None = None, attempt_
     return traces
 
 
-def replay(conn: psycopg.Connection, message_id: int, *, reason: str, clock: Clock) -> Replayed:
+def replay(conn: psycopg.Connection, message_id: int, *, reason: str, clock: Clock,
+           send_window: timedelta) -> Replayed:
     """Supersede a failed/rejected/expired attempt and enqueue a new one (one transaction)."""
     if not reason or not reason.strip():
         raise ReplayRefused("a replay needs a reason (--reason), kept on the superseded row")
@@ -141,7 +142,8 @@ def replay(conn: psycopg.Connection, message_id: int, *, reason: str, clock: Clo
         _id, created_at, state, message_class = row
         _check_replayable(message_id, state, message_class)
         (done,) = supersede_with_new_attempts(conn, [(message_id, created_at)], state=state,
-                                              state_reason=f"replayed: {reason.strip()}", now=now)
+                                              state_reason=f"replayed: {reason.strip()}", now=now,
+                                              send_window=send_window)
     return done
 
 

@@ -35,6 +35,7 @@ def resend_after_proof(
     now: datetime,
     classes: Sequence[str],
     max_age_h: int,
+    send_window: timedelta,
 ) -> int:
     """Supersede the day's proved-unsent rows of ``classes`` younger than ``max_age_h`` with new attempts.
 
@@ -49,6 +50,7 @@ def resend_after_proof(
         created_after=now - timedelta(hours=max_age_h),
     ).fetchall()
     done = supersede_with_new_attempts(
-        conn, rows, state=MessageState.failed.value, state_reason_was=PROVED_REASON, state_reason=RESENT_REASON, now=now
+        conn, rows, state=MessageState.failed.value, state_reason_was=PROVED_REASON, state_reason=RESENT_REASON, now=now,
+        send_window=send_window,
     )
     return len(done)

@@ -86,13 +86,15 @@ def reconcile_day(
     partition_start: date,
     resend_after_proof_classes: Sequence[str],
     resend_max_age_h: int,
+    max_send_delay_h: int,
 ) -> ReconcileResult:
     """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
     re-send what was proved never submitted; commits.
 
     ``correlation_window_s``: ± seconds for correlation by reconstruction;
     ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`;
-    ``resend_after_proof_classes`` and ``resend_max_age_h`` (measured on ``clock``): see
+    ``resend_after_proof_classes``, ``resend_max_age_h`` (measured on ``clock``) and
+    ``max_send_delay_h`` (a new attempt's send window): see
     :func:`~sms_pipeline.reconcile.resend.resend_after_proof`.
     """
     transaction.require_no_open_transaction(conn)
@@ -119,7 +121,7 @@ def reconcile_day(
         if proof.report_complete:
             resent = resend_after_proof(
                 conn, day_start=day_start, day_end=day_end, now=now, classes=resend_after_proof_classes,
-                max_age_h=resend_max_age_h,
+                max_age_h=resend_max_age_h, send_window=timedelta(hours=max_send_delay_h),
             )
     if proof.proved or resent:
         log.info("reconciled day=%s not_submitted_proved=%d resent_after_proof=%d",

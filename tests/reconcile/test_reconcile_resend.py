@@ -101,6 +101,10 @@ def test_proved_unsent_transactional_rows_are_resent_once_otp_and_promotional_ar
         assert (old.state, old.state_reason, old.billable_units) == ("superseded", "resent_after_proof", None)
         assert (new.state, new.replaces_id, new.business_key) == ("pending", old.id, old.business_key)
         assert new.created_at == world.clock.now() and new.attempt_key != old.attempt_key
+        # the old expiry has passed by proof time: the new attempt gets its own send window
+        assert world.row(key)["expires_at"] is not None
+        new_row = world.conn.execute("SELECT expires_at FROM msg.outbound_message WHERE id = %s", (new.id,)).fetchone()
+        assert new_row[0] == world.clock.now() + timedelta(hours=world.settings.max_send_delay_h)
     for key in (promotional_key, otp_key):
         row = world.row(key)
         assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
@@ -197,4 +201,5 @@ def test_otp_is_refused_as_a_class_to_resend():
     with pytest.raises(ValueError, match="late code"):
         PipelineResource(resend_after_proof="otp").resend_classes
     with pytest.raises(ValueError, match="late code"):
-        resend_after_proof(None, day_start=None, day_end=None, now=None, classes=("otp",), max_age_h=72)
+        resend_after_proof(None, day_start=None, day_end=None, now=None, classes=("otp",), max_age_h=72,
+                           send_window=timedelta(hours=24))
