@@ -160,6 +160,15 @@ TRANSLATOR = MartsTranslator(
     # Code references: the UI links each model to its SQL file.
     settings=DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True, enable_code_references=True),
 )
+# What both dbt selections share: the project, the day partitions and policy, the marts' pool.
+DBT_ASSET_OPTIONS: dict[str, Any] = {
+    "manifest": prepare_manifest(DBT_PROJECT),
+    "project": DBT_PROJECT,
+    "partitions_def": DAY_PARTITIONS,
+    "backfill_policy": BACKFILL_POLICY,
+    "dagster_dbt_translator": TRANSLATOR,
+    "pool": MARTS_POOL,
+}
 
 
 def run_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
@@ -190,16 +199,7 @@ def add_mart_day_figures(context: dg.AssetExecutionContext, conn: psycopg.Connec
         context.add_asset_metadata(figures, asset_key=key, partition_key=day.isoformat())
 
 
-@dbt_assets(
-    manifest=prepare_manifest(DBT_PROJECT),
-    project=DBT_PROJECT,
-    selector="daily_marts",
-    name="marts_daily",
-    partitions_def=DAY_PARTITIONS,
-    backfill_policy=BACKFILL_POLICY,
-    dagster_dbt_translator=TRANSLATOR,
-    pool=MARTS_POOL,
-)
+@dbt_assets(selector="daily_marts", name="marts_daily", **DBT_ASSET_OPTIONS)
 def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt: DbtCliResource,
                 database: DatabaseResource, pipeline: PipelineResource):
     first, last = partition_days(context)
@@ -223,16 +223,7 @@ def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt
         yield event
 
 
-@dbt_assets(
-    manifest=prepare_manifest(DBT_PROJECT),
-    project=DBT_PROJECT,
-    selector="marts_views",
-    name="marts_views",
-    partitions_def=DAY_PARTITIONS,
-    backfill_policy=BACKFILL_POLICY,
-    dagster_dbt_translator=TRANSLATOR,
-    pool=MARTS_POOL,
-)
+@dbt_assets(selector="marts_views", name="marts_views", **DBT_ASSET_OPTIONS)
 def marts_views(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: DatabaseResource,
                 pipeline: PipelineResource):
     # Views hold no days; the intermediate one only needs the provider zone.
