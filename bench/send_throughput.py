@@ -3,7 +3,7 @@
     python bench/send_throughput.py [--rows 200000] [--rounds 4] [--batch-size 500] [--workers 2]
                                     [--concurrency 1] [--latency-ms 150]
 
-Six phases of ``--rows`` pending transactional rows each (distinct numbers),
+Seven phases of ``--rows`` pending transactional rows each (distinct numbers),
 run in ``--rounds`` alternating rounds (each round runs every phase once, the
 order rotated by one phase per round) so that the load other jobs put on a
 shared machine falls on all phases alike:
@@ -13,22 +13,27 @@ shared machine falls on all phases alike:
    claim the rows in batches of ``--batch-size`` and send them through the
    real client over loopback HTTP and the fault proxy to a simulator in this
    process (no faults), writing each answer back.
-2. **Personalised, end to end**: the same, but a distinct body per row
+2. **Bulk, end to end, without the ``sending`` step**: as many spawned
+   processes that build what ``run_worker`` builds (settings, client,
+   connection, queues with OTP polled first) and run the product's loop
+   minus the start-request statement (``worker_start_request.sql``): each
+   request goes out straight from ``claimed`` and its answer is written by
+   ``worker_submit.sql`` with ``state = 'claimed'`` in place of ``state =
+   'sending'`` (read at run time). The rule forbids ``claimed -> submitted``,
+   so this scratch database's ``msg.is_legal_transition`` also allows it (the
+   same function for every phase; one more list element).
+3. **Personalised, end to end**: as 1, but a distinct body per row
    ("your order 4411 has shipped"), so the rows go out in XML multi-message
    requests (``PersonalisedSmsStrategy``).
-3. **Database floor**: the product's worker loop (``Worker``) in as many
+4. **Database floor**: the product's worker loop (``Worker``) in as many
    processes, the same claim (``claim_candidates.sql`` + ``claim_take.sql``),
    start (``worker_start_request.sql``) and fan-out (``worker_submit.sql``;
    no ``invalidMobile``) statements, but each answer is made in the process
    (a success for every recipient) instead of over HTTP.
-4. **Database floor without the ``sending`` step**: the same, minus the
-   start-request statement: the bench's loop sends straight from ``claimed``
-   and its fan-out is ``worker_submit.sql`` with ``state = 'claimed'`` in
-   place of ``state = 'sending'``. The rule forbids ``claimed -> submitted``,
-   so this scratch database's ``msg.is_legal_transition`` also allows it (the
-   same function for every phase; one more list element).
-5. and 6. **Bulk and personalised, end to end, at provider latency**: as 1
-   and 2, against a second simulator whose ``slow`` fault fires on every
+5. **Database floor without the ``sending`` step**: 4 minus the start
+   statement, the fan-out from ``claimed`` as in 2.
+6. and 7. **Bulk and personalised, end to end, at provider latency**: as 1
+   and 3, against a second simulator whose ``slow`` fault fires on every
    request (``slow=1.0``, ``slow_delay_s`` = ``--latency-ms``): each answer
    comes that long after the simulator has done the request's work.
    ``--latency-ms 0`` leaves these phases out.
@@ -262,17 +267,31 @@ class FromClaimed:
 
 
 def _end_to_end_without_start_worker(env: dict[str, str], batch_size: int, concurrency: int) -> None:
+    """What ``sms-pipeline worker --once`` builds (``run_worker``), but the loop skips the start statement.
+
+    Same settings, client, connection and queues (OTP included, polled first
+    as the CLI's worker does); each SMS strategy's accepted answers are
+    written from ``claimed``.
+    """
     from sms_pipeline import settings as settings_module
+    from sms_pipeline.db import connection
+    from sms_pipeline.otp import codes
     from sms_pipeline.provider.client import ProviderClient
+    from sms_pipeline.send.loop import select_queues
+    from sms_pipeline.send.otp import OtpPolicy, otp_strategies
     from sms_pipeline.send.personalised import sms_strategies
 
     settings = settings_module.load(env)
+    url = env["SMS_PIPELINE_DATABASE_URL"]
+    policy = OtpPolicy(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
+                       settings.otp_max_attempts, codes.hmac_key(settings.otp_hmac_key, settings.home))
     with ProviderClient.from_settings(settings) as client:
-        real = sms_strategies(client, ZONE, xml_send=settings.provider_xml_send)[("sms", "transactional")]
+        sms = {key: FromClaimed(strategy, ZONE)
+               for key, strategy in sms_strategies(client, ZONE, xml_send=settings.provider_xml_send).items()}
+        queues = select_queues({**sms, **otp_strategies(client, ZONE, policy)})
         worker = _WorkerWithoutStart(
-            lambda: psycopg.connect(env["SMS_PIPELINE_DATABASE_URL"], autocommit=True),
-            {("sms", "transactional"): FromClaimed(real, ZONE)}, clock=RealClock(), batch_size=batch_size,
-            lease=timedelta(seconds=settings.claim_lease_s),
+            lambda: connection.connect_url(url, autocommit=True), queues, clock=RealClock(),
+            batch_size=batch_size, lease=timedelta(seconds=settings.claim_lease_s),
             breaker=CircuitBreaker(settings.circuit_breaker_failures, settings.circuit_breaker_cooldown_s),
             concurrency=concurrency)
         worker.run(once=True)
@@ -349,8 +368,8 @@ def main() -> None:
                   "bench process", "worker processes")
     floor_bare = Phase(f"database floor without the `sending` step: claim + fan-out from `claimed`, {n} processes",
                        "bench process", "worker processes")
-    bulk_bare = Phase(f"bulk, end to end without the `sending` step: the worker loop minus the start statement, "
-                      f"real client and strategy over HTTP, {n} processes", "bench process (simulator)", "workers")
+    bulk_bare = Phase(f"bulk, end to end without the `sending` step: the CLI worker's loop, client and queues "
+                      f"minus the start statement, {n} processes", "bench process (simulator)", "workers")
     bulk_slow = Phase(f"bulk, end to end, simulator answers after {args.latency_ms:.0f} ms",
                       "bench process (simulator)", "workers")
     personal_slow = Phase(f"personalised, end to end, simulator answers after {args.latency_ms:.0f} ms",
