@@ -38,7 +38,8 @@ def normalise_mobile(raw: str, default_region: str = "IN") -> str:
     """:func:`normalise`, refusing (:class:`NotMobile`) a valid number that is not a mobile's."""
     digits = normalise(raw, default_region)
     if phonenumbers.number_type(phonenumbers.parse("+" + digits)) not in _MOBILE_TYPES:
-        raise NotMobile(f"not a mobile number (a landline or a special service number): {raw!r}")
+        # The number stays out of the message: callers may log it.
+        raise NotMobile("not a mobile number (a landline or a special service number)")
     return digits
 
 

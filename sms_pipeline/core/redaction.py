@@ -50,13 +50,20 @@ def mask_url_password(url: str) -> str:
     """``url`` with its password replaced by ``***``, even when the URL is malformed (a bad port, an
     unencoded character in the password), and ``password=`` parameters masked too."""
     masked, found = _URL_PASSWORD.subn(r"\g<head>:***@\g<tail>", url)
+    prefix = _SCHEME_PREFIX.match(url)
+    kept = prefix.group() if prefix else ""
     if not found and "@" in url:
         # Not even scheme://user:password@: everything before the last '@' may be a secret.
-        prefix = _SCHEME_PREFIX.match(url)
-        kept = prefix.group() if prefix else ""
         if ":" in url.rpartition("@")[0][len(kept):]:  # a user alone is no secret
             masked = kept + "***@" + url.rpartition("@")[2]
+    elif not found and (authority := _AUTHORITY.match(url)) and not _HOST_AND_PORT.fullmatch(authority.group(2)):
+        # No '@' and not host[:port]: "user:secret" with the host forgotten; mask that part.
+        masked = authority.group(1) + "***" + url[authority.end():]
     return mask_credentials(masked)
 
 
 _SCHEME_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:/*")
+_AUTHORITY = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)([^/?#]*)")
+# What may stand as the authority of a URL without credentials: hosts, ports, a comma-separated list.
+_HOST_AND_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.%]*\]|[A-Za-z0-9.\-%]*)(?::\d*)?"
+                            r"(?:,(?:\[[0-9A-Fa-f:.%]*\]|[A-Za-z0-9.\-%]*)(?::\d*)?)*")

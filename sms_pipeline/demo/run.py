@@ -310,7 +310,7 @@ class _Sender:
 
     def enqueue_and_send(self, conn: psycopg.Connection, records: list[dict], intake) -> None:
         messages = [intake.new_message(r) for r in records]
-        intake.enqueue(conn, messages, clock=self._clock)
+        intake.enqueue(conn, messages, clock=self._clock, policy=intake.IntakePolicy.from_settings(self._settings))
         self.drain()
 
     def drain(self) -> None:

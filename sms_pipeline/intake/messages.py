@@ -163,6 +163,9 @@ def _json_kind(value: object) -> str:
         type(value), type(value).__name__)
 
 
+MAX_IDENTIFIER_LENGTH = 200
+
+
 def _identifier(record: Mapping[str, object], name: str, *, required: bool) -> str | None:
     value = _text(record, name, required=required)
     if value is None:
@@ -171,6 +174,8 @@ def _identifier(record: Mapping[str, object], name: str, *, required: bool) -> s
         raise InvalidField(name, "is a placeholder (empty, 0, null or -), not an id")
     if not value.isprintable() or _WHITESPACE.search(value):
         raise InvalidField(name, "must not contain spaces or control characters")
+    if len(value) > MAX_IDENTIFIER_LENGTH:  # ids are index keys: Postgres refuses an index row over ~2.7 kB
+        raise InvalidField(name, f"is longer than {MAX_IDENTIFIER_LENGTH} characters")
     return value
 
 
@@ -303,6 +308,10 @@ def parse_line(text: str, **options: object) -> NewMessage:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidField(None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InvalidField(None, "not valid here: nested too deeply") from None
+    except ValueError:  # an integer past Python's digit limit (a hostile line, not a number we use)
+        raise InvalidField(None, "not valid here: a number with too many digits") from None
     if not isinstance(record, dict):
         raise InvalidField(None, f"expected a JSON object, got a JSON {_json_kind(record)}")
     return new_message(record, **options)  # type: ignore[arg-type]

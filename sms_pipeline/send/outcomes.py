@@ -108,6 +108,8 @@ def decide(outcome: SendOutcome, message_class: str) -> Decision:
             return Decision(Action.reject, MESSAGE_REFUSAL_REASONS[outcome.code], outcome.code, outcome.reason)
         case SendRefused() if outcome.is_rate_limited:
             return Decision(Action.release, "rate_limited", outcome.code, outcome.reason, back_off=True)
+        case SendRefused() if outcome.is_too_many_messages:  # our planning's bug: nothing was taken
+            return Decision(Action.release, "too_many_messages", outcome.code, outcome.reason, stop_worker=True)
         case SendRefused() if outcome.is_configuration_error:
             return Decision(Action.release, "configuration_refused", outcome.code, outcome.reason,
                             stop_worker=True)

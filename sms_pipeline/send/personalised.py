@@ -17,41 +17,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-
-import psycopg
 
 from sms_pipeline.core.states import MessageClass
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import PersonalisedSms
 from sms_pipeline.send.batching import SendBatch, plan_personalised_requests
 from sms_pipeline.send.claim import ClaimedMessage
-from sms_pipeline.send.loop import QueueKey, Sent, SendStrategy, bulk_strategies
-from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome
+from sms_pipeline.send.loop import BulkSmsStrategy, QueueKey, Sent, SendStrategy, bulk_strategies
+
 
 @dataclass(frozen=True)
-class PersonalisedSmsStrategy:
+class PersonalisedSmsStrategy(BulkSmsStrategy):
     """Transactional and promotional SMS through quick sends and XML multi-message sends."""
-
-    client: ProviderClient
-    price_time_zone: str  # the zone the rate card's days are read in
-    claim_limit: int | None = None
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         return plan_personalised_requests(messages, batch_size)
 
     def send(self, batch: SendBatch) -> Sent:
         if not batch.personalised:
-            outcome = self.client.send(batch.recipients, batch.body, batch.sender_id or "", batch.msg_type,
-                                       dlt_entity_id=batch.dlt_entity_id, dlt_template_id=batch.dlt_template_id)
-            return Sent(batch, outcome)
+            return super().send(batch)
         messages = [PersonalisedSms(m.recipient, m.body, m.dlt_template_id) for m in batch.messages]
         outcome = self.client.send_personalised(messages, batch.sender_id or "", batch.msg_type,
                                                 dlt_entity_id=batch.dlt_entity_id)
         return Sent(batch, outcome)
-
-    def record(self, conn: psycopg.Connection, sent: Sent, *, now: datetime) -> AppliedOutcome:
-        return apply_outcome(conn, sent.batch, sent.outcome, now=now, price_time_zone=self.price_time_zone)
 
 
 def sms_strategies(client: ProviderClient, price_time_zone: str, *, xml_send: bool) -> dict[QueueKey, SendStrategy]:

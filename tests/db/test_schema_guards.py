@@ -129,6 +129,7 @@ def test_an_update_that_changes_nothing_leaves_updated_at_alone(db):
 
 REFUSED_ROWS = [
     ({"state": "claimed"}, "outbound_message_claimed_at_check"),
+    ({"state": "sending"}, "outbound_message_claimed_at_check"),
     ({"state": "submitted", "claimed_at": datetime.now(UTC), "billable_units": 1}, "outbound_message_submitted_at_check"),
     ({"state": "delivered", "claimed_at": datetime.now(UTC), "billable_units": 1}, "outbound_message_submitted_at_check"),
     ({"state": "failed", "submitted_at": datetime.now(UTC)}, "outbound_message_billed_at_submission_check"),

@@ -22,6 +22,13 @@ PASSWORD = "s3cr#t/pw"  # unencoded '#' and '/': the URL is malformed, its passw
     ("postgresql://db.example/sms?user=app&password=hunter2", "postgresql://db.example/sms?user=app&password=***"),
     ("postgresql://app@db.example/sms", "postgresql://app@db.example/sms"),
     ("postgresql:/app:hunter2@db.example/sms", "postgresql:/***@db.example/sms"),
+    # the host forgotten: "user:password" would read as host:port, and is masked
+    ("postgresql://app:hunter2", "postgresql://***"),
+    ("postgresql://app:hunter2/sms", "postgresql://***/sms"),
+    # no credentials: nothing to mask
+    ("postgresql://[::1]:5432/sms", "postgresql://[::1]:5432/sms"),
+    ("postgresql://h1:5432,h2:5433/sms", "postgresql://h1:5432,h2:5433/sms"),
+    ("postgresql:///sms?host=/var/run/postgresql", "postgresql:///sms?host=/var/run/postgresql"),
 ])
 def test_a_url_is_shown_with_only_its_password_masked(url, shown):
     assert mask_url_password(url) == shown == connection.redact(url)

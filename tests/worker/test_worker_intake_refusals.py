@@ -23,7 +23,7 @@ from sms_pipeline import intake, rates
 from sms_pipeline.core.channels import SENDABLE_CHANNELS
 from sms_pipeline.core.input_lines import InvalidField
 from sms_pipeline.core.states import Channel
-from sms_pipeline.send.loop import bulk_strategies
+from sms_pipeline.send.personalised import sms_strategies
 from sms_pipeline.send.otp import OtpPolicy, otp_strategies
 from sms_pipeline.simulator.server import run_simulator
 
@@ -53,6 +53,11 @@ def hostile_file(path: Path) -> tuple[Path, dict[int, str], list[int]]:
         "whatsapp": ("channel", json.dumps(request(111, channel="whatsapp"))),
         "event_nul": ("event_type", json.dumps(request(112, event_type="order\u0000shipped"))),
         "surrogate_key": (None, '{"tenant_id": "tenant-a", "\\udfff": 1}'),
+        # what makes Python's JSON parser itself fail other than by a syntax error
+        "deep": (None, "[" * 100_000 + "]" * 100_000),
+        "huge_int": (None, '{"tenant_id": "tenant-a", "event_id": ' + "9" * 5_000 + "}"),
+        # an id too long for an index row
+        "long_tenant": ("tenant_id", json.dumps(request(113, tenant_id="t" * 5_000))),
     }
     lines: list[str] = []
     refused: dict[int, str] = {}
@@ -142,7 +147,7 @@ def test_what_a_body_may_hold_up_to_the_limit():
 def test_the_sendable_channels_are_the_channels_of_the_worker_strategies():
     policy = OtpPolicy(code_length=6, code_type="num", expiry_s=300, max_attempts=3, hmac_key=b"k" * 32)
     no_client = None  # the strategies are only listed, never used
-    strategies = {**bulk_strategies(no_client, "Asia/Kolkata"),  # type: ignore[arg-type]
+    strategies = {**sms_strategies(no_client, "Asia/Kolkata", xml_send=True),  # type: ignore[arg-type]
                   **otp_strategies(no_client, "Asia/Kolkata", policy)}  # type: ignore[arg-type]
 
     assert {Channel(channel) for channel, _ in strategies} == SENDABLE_CHANNELS

@@ -112,6 +112,8 @@ def test_decision_table_for_codes_the_simulator_cannot_produce():
     otp = decide(SendRefused("429", "Too many requests"), "otp")
     assert (otp.action, otp.back_off) == (Action.reject, False)
     # A code nobody classified: nothing was taken, so release and let a person look.
+    too_many = decide(SendRefused("414", "Too many messages"), "transactional")  # our planning's bug
+    assert (too_many.action, too_many.reason, too_many.stop_worker) == (Action.release, "too_many_messages", True)
     unclassified = decide(SendRefused("999", "Something new"), "promotional")
     assert (unclassified.action, unclassified.stop_worker) == (Action.release, True)
     assert decide(SendAccepted("1", ("919800000001",), ()), "transactional").action is Action.fan_out
