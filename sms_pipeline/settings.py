@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sms_pipeline.core.states import MessageClass
@@ -247,6 +247,15 @@ class Settings(BaseSettings):
         "SMS_PROVIDER_XML_SEND", True,
         "true: rows with different bodies share a request (the provider's XML send); false: one request per body")
 
+    @model_validator(mode="after")
+    def _lease_outlasts_a_request(self) -> Settings:
+        # A request still in flight when the lease runs out would be written `unknown` and its answer lost.
+        longest = self.provider_connect_timeout_s + self.provider_read_timeout_s
+        if self.claim_lease_s <= longest:
+            raise ValueError(f"SMS_PIPELINE_CLAIM_LEASE_S={self.claim_lease_s} must exceed the longest request "
+                             f"(SMS_PROVIDER_CONNECT_TIMEOUT_S + SMS_PROVIDER_READ_TIMEOUT_S = {longest:g} s)")
+        return self
+
     @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
@@ -340,7 +349,9 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
             return Settings()
     except ValidationError as exc:
         error = exc.errors()[0]
-        variable = str(error["loc"][0]) if error["loc"] else "?"
+        if not error["loc"]:  # a rule between settings: its message names them
+            raise SettingsError(f"inconsistent settings: {error['ctx']['error']}") from None
+        variable = str(error["loc"][0])
         raw = env.get(variable, "")
         shown = "***" if variable in SECRET_VARIABLES and variable not in URL_VARIABLES \
             else repr(shown_value(variable, raw.strip()))

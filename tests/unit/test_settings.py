@@ -65,3 +65,10 @@ def test_database_urls_keep_their_password_out_of_reprs_and_errors():
 
 def test_other_variables_are_ignored():
     assert settings.load({"PATH": "/bin", "SMS_OTHER": "x"}).batch_size == 500
+
+
+def test_the_claim_lease_must_outlast_the_longest_request():
+    """A request in flight when the lease ran out would be written unknown and its answer lost."""
+    with pytest.raises(SettingsError, match="SMS_PIPELINE_CLAIM_LEASE_S=30 must exceed the longest request"):
+        settings.load({"SMS_PIPELINE_CLAIM_LEASE_S": "30"})  # 5 s connect + 30 s read
+    assert settings.load({"SMS_PIPELINE_CLAIM_LEASE_S": "36"}).claim_lease_s == 36
