@@ -37,7 +37,7 @@ from sms_pipeline.orchestration.asset_keys import (
     TRANSACTION_REPORTS,
 )
 from sms_pipeline.orchestration.day_runs import day_by_day
-from sms_pipeline.orchestration.partitions import DATABASE_POOL, DAY_ASSET_OPTIONS
+from sms_pipeline.orchestration.partitions import DAY_ASSET_OPTIONS
 from sms_pipeline.orchestration import table_metadata
 from sms_pipeline.orchestration.resources import (
     ClockResource,
@@ -46,7 +46,7 @@ from sms_pipeline.orchestration.resources import (
     ProviderResource,
     ReportGuardResource,
 )
-from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_FRESHNESS, HOURLY_TAGS
+from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_ASSET_OPTIONS
 from sms_pipeline.provider.results import ProviderCallError
 
 GROUP = "ingest"
@@ -134,12 +134,8 @@ def transaction_reports(
 
 @dg.asset(
     key=INTRADAY_DELIVERY_REPORTS,
-    pool=DATABASE_POOL,
+    **HOURLY_ASSET_OPTIONS,
     group_name=GROUP,
-    tags=HOURLY_TAGS,
-    owners=DATA_ENGINEERING,
-    freshness_policy=HOURLY_FRESHNESS,
-    kinds={"python", "postgres"},
     description=(
         "Today's receipts (provider-local day) through the paged getDlr report, replacing the "
         "previous pull in dlr.getdlr_rows, so OTP outcomes are known within the hour."

@@ -57,7 +57,7 @@ from sms_pipeline.orchestration.partitions import (
     FIRST_DAY,
 )
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, PipelineResource
-from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_FRESHNESS, HOURLY_TAGS
+from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_ASSET_OPTIONS, HOURLY_TAGS
 
 GROUP = "reconcile"
 
@@ -140,12 +140,8 @@ def receipts_and_reconciliation(
 @dg.asset(
     key=INTRADAY_RECONCILIATION,
     deps=[INTRADAY_DELIVERY_REPORTS],
-    pool=DATABASE_POOL,
+    **HOURLY_ASSET_OPTIONS,
     group_name=GROUP,
-    tags=HOURLY_TAGS,
-    owners=DATA_ENGINEERING,
-    freshness_policy=HOURLY_FRESHNESS,
-    kinds={"python", "postgres"},
     description=(
         "Today's getDlr pull turned into receipts and reconciled like a day partition (without the "
         "proof of non-submission, which needs the closed day), so outcomes are known within the hour."
@@ -162,12 +158,8 @@ def intraday_reconciliation(database: DatabaseResource, clock: ClockResource,
 
 @dg.asset(
     key=UPKEEP,
-    pool=DATABASE_POOL,
+    **HOURLY_ASSET_OPTIONS,
     group_name=GROUP,
-    tags=HOURLY_TAGS,
-    owners=DATA_ENGINEERING,
-    freshness_policy=HOURLY_FRESHNESS,
-    kinds={"python", "postgres"},
     description=(
         "Hourly upkeep: submitted rows past validity without a final receipt -> expired; stale "
         "claims -> unknown; overdue pending -> expired; partitions created ahead; retention "

@@ -22,9 +22,9 @@ from zoneinfo import ZoneInfo
 
 import dagster as dg
 
-from sms_pipeline.orchestration.asset_keys import HEALTH_CHECK_TARGETS
+from sms_pipeline.orchestration.asset_keys import DATA_ENGINEERING, HEALTH_CHECK_TARGETS
 from sms_pipeline.orchestration.location import SETTINGS
-from sms_pipeline.orchestration.partitions import FIRST_DAY
+from sms_pipeline.orchestration.partitions import DATABASE_POOL, FIRST_DAY
 
 CADENCE_TAG = "sms_pipeline/cadence"
 HOURLY_TAGS = {CADENCE_TAG: "hourly"}
@@ -56,6 +56,15 @@ DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - HOURLY_A
 DAILY_FRESHNESS = dg.FreshnessPolicy.cron(deadline_cron="0 4 * * *", lower_bound_delta=timedelta(hours=2),
                                           timezone=SETTINGS.provider_timezone.key)
 HOURLY_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=2), warn_window=timedelta(minutes=75))
+
+# What every hourly, unpartitioned asset that writes the msg/dlr tables shares.
+HOURLY_ASSET_OPTIONS: dict = {
+    "pool": DATABASE_POOL,
+    "tags": HOURLY_TAGS,
+    "owners": DATA_ENGINEERING,
+    "freshness_policy": HOURLY_FRESHNESS,
+    "kinds": {"python", "postgres"},
+}
 
 
 def partition_range_tags(first: date, last: date) -> dict[str, str]:

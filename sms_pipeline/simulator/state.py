@@ -19,11 +19,11 @@ import hmac
 import re
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from zoneinfo import ZoneInfo
 
 from sms_pipeline.core.clock import Clock
@@ -32,6 +32,8 @@ from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.simulator import generation, statefile
 from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig
+
+E = TypeVar("E")  # an entry of a send: a number, or a (position, (number, text)) of an XML send
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CAMPAIGN_SPLIT = 1000  # recipients per transaction of a scheduled campaign [assumed]
@@ -316,17 +318,12 @@ class SimulatorState:
             raise ProviderError("414", f"Too many messages: at most {XML_MAX_MESSAGES} per request")
         if not _SENDER.fullmatch(request.sender or ""):
             raise ProviderError("231", "Invalid sender id")
-        taken: list[tuple[int, str, str, int]] = []  # (index, mobile, text, segments)
-        invalid: list[str] = []
-        seen: set[str] = set()
-        for index, (mobile, text) in enumerate(request.messages):
-            if not self.is_valid_mobile(mobile) or not text or UNFILLED_TEMPLATE_VARIABLE in text:
-                invalid.append(mobile)
-            elif not (request.duplicate_check and mobile in seen):  # a dropped repeat is in neither list
-                taken.append((index, mobile, text, count_segments(text).segments))
-                seen.add(mobile)
-        if not taken:
-            raise ProviderError("235", "No valid mobile number")
+        kept, invalid = self._sort_recipients(
+            list(enumerate(request.messages)), lambda entry: entry[1][0], request.duplicate_check,
+            refused=lambda entry: (not self.is_valid_mobile(entry[1][0]) or not entry[1][1]
+                                   or UNFILLED_TEMPLATE_VARIABLE in entry[1][1]))
+        # (index, mobile, text, segments)
+        taken = [(index, mobile, text, count_segments(text).segments) for index, (mobile, text) in kept]
         txn_id = generation.transaction_id(self.seed, fingerprint, arrival)
         with self._lock:
             now = self.now()
@@ -347,20 +344,31 @@ class SimulatorState:
                 raise ProviderError("301", "Insufficient credits")
             self.credits -= units
 
+    @staticmethod
+    def _sort_recipients(entries: list[E], mobile_of: Callable[[E], str], duplicate_check: bool, *,
+                         refused: Callable[[E], bool]) -> tuple[list[E], list[str]]:
+        """(the entries a send takes, the refused numbers): with ``duplicate_check`` a repeated number is
+        dropped, in neither list; none taken is the provider's 235."""
+        taken: list[E] = []
+        invalid: list[str] = []
+        seen: set[str] = set()
+        for entry in entries:
+            mobile = mobile_of(entry)
+            if refused(entry):
+                invalid.append(mobile)
+            elif not (duplicate_check and mobile in seen):
+                taken.append(entry)
+                seen.add(mobile)
+        if not taken:
+            raise ProviderError("235", "No valid mobile number")
+        return taken, invalid
+
     def submit(self, request: SendRequest, fingerprint: str, arrival: int) -> SendReceipt:
         """Validate, bill and record one /send request (or schedule it)."""
         segments = self._check_message(request.sender, request.text)
-        accepted: list[str] = []
-        invalid: list[str] = []
-        seen: set[str] = set()
-        for mobile in request.mobiles:
-            if not self.is_valid_mobile(mobile):
-                invalid.append(mobile)
-            elif not (request.duplicate_check and mobile in seen):
-                accepted.append(mobile)
-                seen.add(mobile)
-        if not accepted:
-            raise ProviderError("235", "No valid mobile number")
+        accepted, invalid = self._sort_recipients(list(request.mobiles), lambda mobile: mobile,
+                                                  request.duplicate_check,
+                                                  refused=lambda mobile: not self.is_valid_mobile(mobile))
         txn_id = generation.transaction_id(self.seed, fingerprint, arrival)
         with self._lock:
             now = self.now()
