@@ -54,6 +54,7 @@ GROUP = "ingest"
 
 @dg.asset(
     key=DAY_REPORT,
+    metadata=table_metadata.named(table_metadata.DAY_REPORT_ROWS),
     **DAY_ASSET_OPTIONS,
     group_name=GROUP,
     owners=DATA_ENGINEERING,
@@ -88,6 +89,7 @@ def day_report(
 
 @dg.asset(
     key=TRANSACTION_REPORTS,
+    metadata=table_metadata.named(table_metadata.TXN_REPORT_ROWS),
     deps=[DAY_REPORT],
     **DAY_ASSET_OPTIONS,
     group_name=GROUP,
@@ -134,6 +136,7 @@ def transaction_reports(
 
 @dg.asset(
     key=INTRADAY_DELIVERY_REPORTS,
+    metadata=table_metadata.named(table_metadata.GETDLR_ROWS),
     **HOURLY_ASSET_OPTIONS,
     group_name=GROUP,
     description=(

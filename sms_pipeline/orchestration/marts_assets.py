@@ -235,6 +235,7 @@ def marts_views(context: dg.AssetExecutionContext, dbt: DbtCliResource, database
 
 @dg.asset(
     key=PROVIDER_SUMMARY,
+    metadata=table_metadata.named(table_metadata.PROVIDER_SUMMARY),
     **DAY_ASSET_OPTIONS,
     group_name=MARTS_GROUP,
     owners=FINANCE,

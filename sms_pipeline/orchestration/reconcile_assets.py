@@ -78,6 +78,7 @@ def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock, pipeline: P
     specs=[
         dg.AssetSpec(
             RECEIPTS,
+            metadata=table_metadata.named(table_metadata.DELIVERY_RECEIPTS),
             # Not the hourly getDlr pull: its rows of D are used when present,
             # but an hourly, unpartitioned asset must not gate a day's backfill.
             deps=[DAY_REPORT, TRANSACTION_REPORTS],
@@ -92,6 +93,7 @@ def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock, pipeline: P
         ),
         dg.AssetSpec(
             RECONCILIATION,
+            metadata=table_metadata.named(table_metadata.OUTBOUND_MESSAGE),
             deps=[RECEIPTS],
             kinds=DAY_ASSET_OPTIONS["kinds"],
             owners=DATA_ENGINEERING,
@@ -139,6 +141,7 @@ def receipts_and_reconciliation(
 
 @dg.asset(
     key=INTRADAY_RECONCILIATION,
+    metadata=table_metadata.named(table_metadata.OUTBOUND_MESSAGE),
     deps=[INTRADAY_DELIVERY_REPORTS],
     **HOURLY_ASSET_OPTIONS,
     group_name=GROUP,
@@ -153,7 +156,9 @@ def intraday_reconciliation(database: DatabaseResource, clock: ClockResource,
     today = local_date(app_clock.now(), pipeline.zone)
     with database.connect(autocommit=True) as conn:
         result = reconcile(conn, today, app_clock, pipeline)
-    return dg.MaterializeResult(metadata=reconciliation_metadata(result))
+        rows = table_metadata.messages_of_day(conn, today, pipeline.zone)
+        return dg.MaterializeResult(metadata={**table_metadata.table(conn, table_metadata.OUTBOUND_MESSAGE, rows),
+                                              **reconciliation_metadata(result)})
 
 
 @dg.asset(

@@ -30,6 +30,11 @@ PROVIDER_SUMMARY = "dlr.provider_summary"
 _COUNT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn("name", "string"), dg.TableColumn("count", "int")])
 
 
+def named(name: str) -> dict[str, Any]:
+    """The table an asset writes, for its definition: the catalog names it before the first run."""
+    return {"dagster/table_name": name}
+
+
 def table(conn: psycopg.Connection, name: str, row_count: int) -> dict[str, Any]:
     """The table's name, its rows of the day and its columns.
 

@@ -67,3 +67,13 @@ def test_the_daily_job_runs_the_receipts_reconciliation_and_cost_checks(defs):
 ])  # fmt: skip
 def test_durations_read_as_people_write_them(seconds, text):
     assert health.duration_text(seconds) == text
+
+
+def test_every_asset_that_writes_a_table_names_it_in_its_definition(defs):
+    """The catalog shows each asset's table before its first run (dbt's under the application database's schema)."""
+    graph = defs.resolve_asset_graph()
+    unnamed = [key.to_user_string() for key in graph.get_all_asset_keys()
+               if key not in (OUTBOUND_QUEUE, UPKEEP) and "dagster/table_name" not in graph.get(key).metadata]
+    assert unnamed == []
+    assert graph.get(COST_DAILY).metadata["dagster/table_name"] == "marts.cost_daily"
+    assert graph.get(RECEIPTS).metadata["dagster/table_name"] == "dlr.delivery_receipts"
