@@ -201,7 +201,7 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
             _log_rows(unknown, "unknown")
             applied = AppliedOutcome(decision, unknown=len(unknown))
         else:
-            released = queries.run(conn, "worker_release", **base, reason=decision.reason).fetchall()
+            released = queries.run(conn, "worker_release", **base, released_from="sending", reason=decision.reason).fetchall()
             _log_rows(released, "pending")
             applied = AppliedOutcome(decision, released=len(released))
     _log_summary(batch, outcome, applied)
@@ -211,8 +211,8 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
 def release_unsent(conn: psycopg.Connection, batch: SendBatch, *, now: datetime, reason: str) -> int:
     """Give back claimed rows whose request was never started (the worker is stopping); returns how many."""
     with conn.transaction():
-        rows = queries.run(conn, "worker_release_unsent", ids=batch.ids, created_ats=batch.created_ats, now=now,
-                           reason=reason).fetchall()
+        rows = queries.run(conn, "worker_release", ids=batch.ids, created_ats=batch.created_ats, now=now,
+                           released_from="claimed", reason=reason).fetchall()
     _log_rows(rows, "pending")
     log.info("released unsent attempt_key=%s rows=%d reason=%s", batch.first_attempt_key, len(rows), reason)
     return len(rows)
