@@ -1,6 +1,7 @@
 """Re-send after proof (docs/design.md#re-send-after-proof), and receipt-driven state reasons.
 
-In process, on a virtual clock started three days back: real worker, real
+In process, on a virtual clock started four days back (so every move below, up to three days and
+11 hours past the day, stays behind real time at any hour of the real day): real worker, real
 simulator (its ledger is what was billed), the daily assets as the schedule
 runs them.
 """
@@ -28,9 +29,11 @@ from tests.support.worker import make_worker
 
 @pytest.fixture
 def world(db_url, tmp_path):
-    """The reconciliation world, its day three days back (so the proof comes with the clock still behind)."""
+    """The reconciliation world, its day four days back: the latest move (day + 3 d 11:00) is in the past
+    whatever the hour, and wall time is always more than 72 h past the day's rows, so a max-age check
+    that read wall time instead of the reconciliation's clock would fail the tests below."""
     today = local_date(datetime.now(UTC), ZoneInfo("Asia/Kolkata"))
-    yield from world_for(db_url, tmp_path, day=today - timedelta(days=3))
+    yield from world_for(db_url, tmp_path, day=today - timedelta(days=4))
 
 
 def _ambiguous(world, recipients, message_class):
@@ -145,7 +148,7 @@ def test_a_row_older_than_the_max_age_is_not_resent_on_the_reconciliations_clock
     world.move_to(world.at(d, 12, 0))
     (young,) = _ambiguous(world, numbers(1, start=1), "transactional")
     # The first proof only comes 73 h after the first row (71 h after the second): the reconciliation's
-    # clock decides, not wall time (which is hours behind it here).
+    # clock decides, not wall time (which is more than 84 h past both rows here).
     world.move_to(world.at(d + timedelta(days=3), 11, 0))
     assert _reconcile(world) == 1
     assert (world.row(old)["state"], world.row(old)["state_reason"]) == ("failed", "not_submitted")
