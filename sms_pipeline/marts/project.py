@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import getpass
+from collections.abc import Mapping
+from typing import Any
 import hashlib
 import logging
 import os
@@ -52,6 +54,32 @@ _PARSE_ONLY_CONNECTION = {
     "DBT_SMS_DBNAME": "parse-only",
 }
 assert set(_PARSE_ONLY_CONNECTION) == set(DBT_ENV_NAMES)
+PARSE_ONLY_DATABASE = _PARSE_ONLY_CONNECTION["DBT_SMS_DBNAME"]
+
+
+def manifest_in_database(manifest: Mapping[str, Any], database: str) -> dict[str, Any]:
+    """The parse-time manifest with its models and sources in ``database``.
+
+    The manifest is parsed once without a database, so its relations read
+    ``"parse-only"."marts"."cost_daily"``; Postgres refuses a reference to
+    another database, so reading a built model's columns (dagster-dbt's column
+    schema and lineage) needs the relations of the database the run built in.
+    Nothing else in the manifest depends on the database.
+    """
+    old_prefix, new_prefix = f'"{PARSE_ONLY_DATABASE}".', '"{}".'.format(database.replace('"', '""'))
+
+    def relocated(resources: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            unique_id: props if props.get("database") != PARSE_ONLY_DATABASE else {
+                **props,
+                "database": database,
+                "relation_name": (new_prefix + props["relation_name"].removeprefix(old_prefix)
+                                  if props.get("relation_name") else props.get("relation_name")),
+            }
+            for unique_id, props in resources.items()
+        }
+
+    return {**manifest, "nodes": relocated(manifest["nodes"]), "sources": relocated(manifest["sources"])}
 
 
 @functools.cache

@@ -19,6 +19,7 @@ catching changes older than the lookback.
 """
 
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -33,7 +34,7 @@ from pydantic import Field
 
 from sms_pipeline.marts import cost_report, tieout
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
-from sms_pipeline.marts.project import dbt_project, prepare_manifest
+from sms_pipeline.marts.project import dbt_project, manifest_in_database, prepare_manifest
 from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.marts.provider_summary import SenderSummary, SummaryMismatch, fetch_day, store_summary
 from sms_pipeline.orchestration.asset_keys import COST_DAILY, FINANCE, PROVIDER_SUMMARY
@@ -176,9 +177,14 @@ def run_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, database: Da
     # Artifacts and logs of one run go to a folder that goes away with it
     # (dagster-dbt would otherwise keep a few MB per run under target/);
     # the run's events and dbt's output stay in Dagster's run log.
-    with dbt_environment(dbt_env_for_url(database.dsn())), \
-            tempfile.TemporaryDirectory(prefix="sms-dbt-") as target:
-        yield from dbt.cli(args, context=context, target_path=Path(target)).stream()
+    environment = dbt_env_for_url(database.dsn())
+    with dbt_environment(environment), tempfile.TemporaryDirectory(prefix="sms-dbt-") as target:
+        invocation = dbt.cli(args, context=context, target_path=Path(target))
+        # Column types and column lineage of each built model (read from the
+        # database the run built in, hence the relocated manifest).
+        invocation = dataclasses.replace(
+            invocation, manifest=manifest_in_database(invocation.manifest, environment["DBT_SMS_DBNAME"]))
+        yield from invocation.stream().fetch_column_metadata()
 
 
 def add_mart_day_figures(context: dg.AssetExecutionContext, conn: psycopg.Connection, key: dg.AssetKey,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sms_pipeline.definitions import defs as pipeline_defs
-from sms_pipeline.marts.project import prepare_manifest
+from sms_pipeline.marts.project import PARSE_ONLY_DATABASE, manifest_in_database, prepare_manifest
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +71,20 @@ def test_every_column_of_every_model_has_a_type_and_a_description(nodes):
 def test_every_model_documents_its_columns(nodes):
     undocumented = sorted(model["name"] for model in _of_type(nodes, "model") if not model["columns"])
     assert not undocumented, f"models without documented columns: {undocumented}"
+
+
+def test_a_run_reads_its_models_in_the_database_it_built_in():
+    manifest = json.loads(prepare_manifest().read_text())
+    moved = manifest_in_database(manifest, 'sms "prod"')
+    cost = moved["nodes"]["model.sms_marts.cost_daily"]
+    assert cost["database"] == 'sms "prod"'
+    assert cost["relation_name"] == '"sms ""prod"""."marts"."cost_daily"'
+    [source] = [s for s in moved["sources"].values() if s["name"] == "outbound_message"]
+    assert source["relation_name"] == '"sms ""prod"""."msg"."outbound_message"'
+    # nothing else changes, and the parse-time manifest is left as it was
+    assert {k: v for k, v in cost.items() if k not in ("database", "relation_name")} == {
+        k: v for k, v in manifest["nodes"]["model.sms_marts.cost_daily"].items()
+        if k not in ("database", "relation_name")}
+    assert manifest["nodes"]["model.sms_marts.cost_daily"]["database"] == PARSE_ONLY_DATABASE
+    tests = [n for n in moved["nodes"].values() if n["resource_type"] == "test"]
+    assert tests and all(n["relation_name"] is None for n in tests)

@@ -363,3 +363,20 @@ def test_dbt_unit_tests_pass(scenario, marts_db_url, tmp_path):
         "ratios_divide_by_everything_submitted": "pass",
         "cost_counts_billed_rows_only": "pass",
     }
+
+
+def test_each_mart_carries_its_column_types_and_lineage(scenario):
+    _, result = scenario
+    [cost] = [m for m in result.asset_materializations_for_node("marts_daily")
+              if m.asset_key.path == ["marts", "cost_daily"]]
+    columns = {c.name: c.type for c in cost.metadata["dagster/column_schema"].schema.columns}
+    # read from the database the run built in (not the parse-time "parse-only" one)
+    assert columns["cost"] == "numeric(18,4)" and columns["billable_units"] == "bigint"
+    assert columns["day"] == "date"
+    lineage = cost.metadata["dagster/column_lineage"].column_lineage.deps_by_column
+    deps = {column: {(d.asset_key.path[-1], d.column_name) for d in found} for column, found in lineage.items()}
+    assert deps["cost"] == {("int_messages__final_state", "cost"), ("int_messages__final_state", "is_billed")}
+    assert deps["cost_of_failed"] == {("int_messages__final_state", name)
+                                      for name in ("cost", "delivery_outcome", "is_billed")}
+    assert deps["sender_id"] == {("int_messages__final_state", "sender_id")}
+    assert set(deps) == set(columns)
