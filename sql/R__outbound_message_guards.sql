@@ -49,7 +49,10 @@ BEGIN
     -- Compare everything but updated_at. A statement that changes nothing
     -- keeps the old updated_at even if it set one; a real change keeps the
     -- statement's own value (the application clock) or falls back to now().
+    -- queue_state (V73) is generated after this trigger, and NEW carries it
+    -- as NULL here; it follows state, which the comparison sees.
     NEW.updated_at := OLD.updated_at;
+    NEW.queue_state := OLD.queue_state;
     IF NEW IS DISTINCT FROM OLD THEN
         NEW.updated_at := CASE WHEN requested_updated_at IS DISTINCT FROM OLD.updated_at
                                THEN requested_updated_at ELSE now() END;

@@ -144,16 +144,14 @@ def start_request(conn: psycopg.Connection, batch: SendBatch, *, now: datetime) 
     the ids in ``sending`` may go into the request.
     """
     with conn.transaction():
-        rows = queries.run(conn, "worker_start_request", ids=batch.ids, created_ats=batch.created_ats,
-                           now=now).fetchall()
-    sending = frozenset(row[0] for row in rows if row[2] == "sending")
-    expired = [row for row in rows if row[2] == "expired"]
-    for _id, attempt_key, _state in expired:
+        expired_ids, expired_keys, left_out = queries.run(
+            conn, "worker_start_request", ids=batch.ids, created_ats=batch.created_ats, now=now).fetchone()
+    for attempt_key in expired_keys:
         log.info("expired before its request started attempt_key=%s", attempt_key)
-    if len(rows) < len(batch):
+    if left_out:
         log.warning("request attempt_key=%s: %d of %d rows no longer claimed, left out",
-                    batch.first_attempt_key, len(batch) - len(rows), len(batch))
-    return Started(sending, len(expired))
+                    batch.first_attempt_key, len(left_out), len(batch))
+    return Started(frozenset(batch.ids).difference(expired_ids, left_out), len(expired_ids))
 
 
 def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutcome, *,

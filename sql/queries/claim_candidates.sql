@@ -15,7 +15,7 @@ SELECT id, created_at, attempt_key, tenant_id, channel, message_class, recipient
        sender_id, body, encoding, segments, template_id, dlt_entity_id, dlt_template_id,
        scheduled_for, expires_at, %(now)s::timestamptz AS claimed_at, attempt_count + 1 AS attempt_count
   FROM msg.outbound_message
- WHERE state = 'pending'
+ WHERE queue_state = 'pending'  -- = state; the partial indexes read queue_state (V73)
    AND channel = %(channel)s::msg.message_channel
    AND message_class = %(message_class)s
    AND COALESCE(scheduled_for, created_at) <= %(now)s::timestamptz

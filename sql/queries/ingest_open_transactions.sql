@@ -10,7 +10,7 @@
 SELECT m.provider_txn_id AS transaction_id,
        count(*)          AS open_rows
   FROM msg.outbound_message m
- WHERE m.state IN ('submitted', 'unknown')
+ WHERE m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
    AND COALESCE(m.submitted_at, m.claimed_at) >= %(day_start)s::timestamptz
    AND COALESCE(m.submitted_at, m.claimed_at) < %(day_end)s::timestamptz
    AND m.final_status IS NULL

@@ -19,7 +19,7 @@ SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at, 3::smal
         OR COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.alt_submit_at - %(window)s::interval
                                                       AND u.alt_submit_at + %(window)s::interval)
  WHERE m.provider_txn_id IS NULL
-   AND m.state IN ('submitted', 'unknown')
+   AND m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
    AND m.provider_message_id IS NULL
    AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
    AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)

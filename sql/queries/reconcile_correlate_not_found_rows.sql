@@ -11,7 +11,7 @@ WITH changed AS (
                                         ELSE m.correlation_window_ms END,
            reconciled_at = %(now)s::timestamptz,
            updated_at = %(now)s::timestamptz
-     WHERE m.state IN ('submitted', 'unknown')
+     WHERE m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
        AND COALESCE(m.submitted_at, m.claimed_at) >= %(day_start)s::timestamptz
        AND COALESCE(m.submitted_at, m.claimed_at) < %(day_end)s::timestamptz
        AND m.provider_message_id IS NULL

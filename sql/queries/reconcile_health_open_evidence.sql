@@ -8,4 +8,4 @@ SELECT count(*) FILTER (WHERE state = 'unknown') AS unknown_open,
                           AND COALESCE(submitted_at, claimed_at) < %(stale_before)s::timestamptz) AS unknown_stale,
        count(*) FILTER (WHERE correlation_result = 'ambiguous') AS ambiguous_open
   FROM msg.outbound_message
- WHERE state IN ('submitted', 'unknown')
+ WHERE queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)

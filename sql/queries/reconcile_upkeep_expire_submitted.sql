@@ -8,7 +8,7 @@ WITH moved AS (
        SET state = 'expired',
            state_reason = 'no_final_receipt',
            updated_at = %(now)s::timestamptz
-     WHERE state = 'submitted'
+     WHERE queue_state = 'submitted'  -- = state; the partial indexes read queue_state (V73)
        AND COALESCE(submitted_at, claimed_at) < %(submitted_before)s::timestamptz
     RETURNING 1
 )

@@ -7,7 +7,7 @@ UPDATE msg.outbound_message
    SET state = 'expired',
        state_reason = 'expired_unsent',
        updated_at = %(now)s::timestamptz
- WHERE state = 'pending'
+ WHERE queue_state = 'pending'  -- = state; the partial indexes read queue_state (V73)
    AND expires_at IS NOT NULL
    AND expires_at <= %(now)s::timestamptz
 RETURNING id, created_at, attempt_key

@@ -8,14 +8,22 @@
 -- Conditional on `claimed`: a row the lease gave back is not sent by this
 -- worker.
 -- Parameters: ids, created_ats (the rows' partition keys), now (application clock).
--- Returns (id, attempt_key, state) of the rows moved.
-UPDATE msg.outbound_message
-   SET state = CASE WHEN expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
-                    THEN 'expired' ELSE 'sending' END::msg.message_state,
-       state_reason = CASE WHEN expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
-                           THEN 'expired_unsent' ELSE state_reason END,
-       updated_at = %(now)s::timestamptz
- WHERE id = ANY(%(ids)s::bigint[])
-   AND created_at = ANY(%(created_ats)s::timestamptz[])  -- prunes partitions
-   AND state = 'claimed'
-RETURNING id, attempt_key, state::text
+-- Returns one row: the ids and attempt keys of the rows expired instead, and
+-- the ids left out (no longer `claimed`); every other id is `sending`. Short
+-- lists (usually empty) instead of a row per recipient.
+WITH moved AS (
+    UPDATE msg.outbound_message
+       SET state = CASE WHEN expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
+                        THEN 'expired' ELSE 'sending' END::msg.message_state,
+           state_reason = CASE WHEN expires_at IS NOT NULL AND expires_at <= %(now)s::timestamptz
+                               THEN 'expired_unsent' ELSE state_reason END,
+           updated_at = %(now)s::timestamptz
+     WHERE id = ANY(%(ids)s::bigint[])
+       AND created_at = ANY(%(created_ats)s::timestamptz[])  -- prunes partitions
+       AND state = 'claimed'
+    RETURNING id, attempt_key, state
+)
+SELECT COALESCE(array_agg(id) FILTER (WHERE state = 'expired'), '{}') AS expired_ids,
+       COALESCE(array_agg(attempt_key) FILTER (WHERE state = 'expired'), '{}') AS expired_attempt_keys,
+       ARRAY(SELECT unnest(%(ids)s::bigint[]) EXCEPT SELECT id FROM moved) AS left_out_ids
+  FROM moved

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from tests.support.rows import fetch, insert_message
+from tests.support.rows import fetch, insert_message, insert_messages
 from sms_pipeline.db import queries
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -78,10 +78,31 @@ def test_starting_a_request_moves_claimed_rows_to_sending_and_expires_the_overdu
     keys = [due, overdue, given_back]
     params = {"ids": [k[0] for k in keys], "created_ats": [k[1] for k in keys], "now": NOW}
 
-    moved = {row[0]: row[2] for row in db.execute(queries.load("worker_start_request"), params).fetchall()}
+    expired, expired_keys, left_out = db.execute(queries.load("worker_start_request"), params).fetchone()
 
-    assert moved == {due[0]: "sending", overdue[0]: "expired"}
-    assert fetch(db, overdue, "state_reason") == ("expired_unsent",)
+    assert (expired, left_out) == ([overdue[0]], [given_back[0]])
+    assert expired_keys == list(fetch(db, overdue, "attempt_key"))
+    assert fetch(db, due, "state") == ("sending",)
+    assert fetch(db, overdue, "state", "state_reason") == ("expired", "expired_unsent")
     assert fetch(db, given_back, "state") == ("pending",)
-    assert db.execute(queries.load("worker_start_request"), params).fetchall() == []  # twice: nothing
+    # twice: nothing moves, every row is left out
+    again = db.execute(queries.load("worker_start_request"), params).fetchone()
+    assert again[0] == [] and sorted(again[2]) == sorted(params["ids"])
 
+
+def test_the_sending_step_is_a_hot_update(db, db_url):
+    """`claimed -> sending` changes no indexed value (`queue_state` reads `sending` as `claimed`) and its
+    new row version fits on the row's page beside the claim's (fillfactor 33): Postgres writes no index
+    entry for it."""
+    rows = insert_messages(db, 300, created_at=NOW - timedelta(minutes=1))
+    assert len(_claim(db, limit=300)) == 300  # committed, as the worker's claim is
+    partition = f"msg.outbound_message_{rows[0][1]:%Y_%m}"
+    assert db.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass", (partition,)).fetchone() == (
+        ["fillfactor=33"],)
+    with psycopg.connect(db_url) as conn:  # one transaction, whose own counts pg_stat_xact_* shows
+        conn.execute(queries.load("worker_start_request"),
+                     {"ids": [r[0] for r in rows], "created_ats": [rows[0][1]], "now": NOW})
+        updated, hot = conn.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relid = %s::regclass",
+            (partition,)).fetchone()
+    assert (updated, hot) == (300, 300)

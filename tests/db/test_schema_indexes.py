@@ -96,9 +96,9 @@ def _scans(db: psycopg.Connection, query: str, params: dict) -> tuple[set[str], 
 ACCESS_PATTERNS = [
     ("claim_candidates", "outbound_message_claim_idx",
      {"channel": "sms", "message_class": "transactional", "now": NOW, "limit": 500}),
-    ("stuck_claims", "outbound_message_stuck_claims_idx",
+    ("stuck_claims", "outbound_message_lease_idx",
      {"lease_expired_before": NOW - timedelta(minutes=5), "now": NOW}),
-    ("stuck_sending", "outbound_message_stuck_sending_idx",
+    ("stuck_sending", "outbound_message_lease_idx",
      {"lease_expired_before": NOW - timedelta(minutes=5), "now": NOW}),
     # Rows awaiting evidence whose attempt time lies in one day (the by-transaction reports' selection).
     ("ingest_open_transactions", "outbound_message_open_idx",
