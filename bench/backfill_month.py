@@ -37,6 +37,7 @@ import dagster as dg
 # own): the pipeline's modules read the first partition day when imported (docs/design.md#first-partition-day).
 os.environ.setdefault("SMS_PIPELINE_PARTITION_START", "2026-01-01")
 
+from sms_pipeline import hmac_keys
 from sms_pipeline import settings as settings_module
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.definitions import ASSETS as PIPELINE_ASSETS
@@ -77,7 +78,7 @@ def main() -> None:
             settings = settings_module.load({**os.environ, **settings_environ(url, traffic.base_url,
                                                                               first - timedelta(days=1))})
             with connection.connect_url(url, autocommit=True) as conn:
-                outbound = load_outbound_rows(conn, traffic)
+                outbound = load_outbound_rows(conn, traffic, hmac_keys.text_key(settings))
                 conn.execute("VACUUM ANALYZE msg.outbound_message")
                 conn.execute("CHECKPOINT")
             setup_s = time.perf_counter() - setup_started

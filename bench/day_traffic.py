@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import psycopg
+
+from sms_pipeline.core import fingerprint
 
 BATCH = 500
 SENDER = "SGCSMS"
@@ -173,13 +176,19 @@ def prepare_database(conn: psycopg.Connection, first_day: date) -> None:
         )
 
 
-def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic) -> int:
-    """The outbound rows as the worker leaves them after sending (through the parent's triggers)."""
+def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic, text_key: bytes) -> int:
+    """The outbound rows as the worker leaves them after sending (through the parent's triggers), each
+    with the fingerprint of its text under ``text_key`` as intake and the OTP strategy store it."""
     conn.execute(f"CREATE TEMPORARY TABLE bench_outbound ({', '.join(c + ' text' for c in OUTBOUND_COLUMNS)})")
     with conn.cursor() as cur, cur.copy(f"COPY bench_outbound ({', '.join(OUTBOUND_COLUMNS)}) FROM STDIN") as sink, \
             traffic.outbound_file.open("rb") as source:
         while chunk := source.read(1 << 20):
             sink.write(chunk)
+    conn.execute("CREATE TEMPORARY TABLE bench_fingerprint (body text PRIMARY KEY, fingerprint bytea)")
+    bodies = [body for (body,) in conn.execute("SELECT DISTINCT body FROM bench_outbound")]
+    with conn.cursor() as cur, cur.copy("COPY bench_fingerprint (body, fingerprint) FROM STDIN") as sink:
+        for body in bodies:
+            sink.write_row((body, fingerprint.text_fingerprint(text_key, body)))
     (inserted,) = conn.execute(
         """WITH staged AS (
                SELECT b.*, to_timestamp(b.attempt_ms::bigint / 1000.0) AS attempt_at FROM bench_outbound b),
@@ -187,7 +196,7 @@ def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic) -> int:
                INSERT INTO msg.outbound_message (
                    business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding,
                    segments, state, state_reason, attempt_count, provider_txn_id, created_at, claimed_at,
-                   submitted_at, billable_units, cost, cost_currency, updated_at)
+                   submitted_at, billable_units, cost, cost_currency, updated_at, message_fingerprint)
                SELECT s.business_key, %(tenant)s, 'sms', s.message_class, s.recipient, %(sender)s, s.body,
                       s.encoding, s.segments::smallint, s.state::msg.message_state,
                       CASE s.state WHEN 'rejected' THEN 'invalid_number' WHEN 'unknown' THEN 'no_answer' END,
@@ -196,13 +205,14 @@ def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic) -> int:
                       CASE WHEN s.state = 'submitted' THEN s.segments::smallint END,
                       CASE WHEN s.state = 'submitted' THEN s.segments::smallint * %(price)s::numeric END,
                       CASE WHEN s.state = 'submitted' THEN 'INR' END,
-                      s.attempt_at
+                      s.attempt_at, f.fingerprint
                  FROM staged s
+                 LEFT JOIN bench_fingerprint f USING (body)
                RETURNING 1)
            SELECT count(*) FROM inserted""",
         {"tenant": TENANT, "sender": SENDER, "price": UNIT_PRICE},
     ).fetchone()
-    conn.execute("DROP TABLE bench_outbound")
+    conn.execute("DROP TABLE bench_outbound, bench_fingerprint")
     conn.execute("ANALYZE msg.outbound_message")
     return inserted
 
@@ -210,6 +220,7 @@ def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic) -> int:
 def settings_environ(database_url: str, base_url: str, partition_start: date) -> dict[str, str]:
     return {
         "SMS_PIPELINE_DATABASE_URL": database_url,
+        "SMS_PIPELINE_TEXT_HMAC_KEY": secrets.token_hex(32),  # required with the URL; one run, one key
         "SMS_PIPELINE_PARTITION_START": partition_start.isoformat(),
         "SMS_PIPELINE_REPORT_REQUESTS_PER_S": "1000",
         "SMS_PROVIDER_BASE_URL": base_url,

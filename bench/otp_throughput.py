@@ -20,6 +20,7 @@ import argparse
 import os
 import subprocess
 import sys
+import secrets
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,7 @@ def end_to_end(url: str, otps: int, senders: int, home: Path) -> str:
     with run_simulator(seed=2, timezone=ZONE) as sim, psycopg.connect(url, autocommit=True) as conn:
         env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
         env.update({"SMS_PIPELINE_DATABASE_URL": url, "SMS_PIPELINE_HOME": str(home),
+                    "SMS_PIPELINE_TEXT_HMAC_KEY": secrets.token_hex(32),
                     "SMS_PROVIDER_BASE_URL": sim.base_url, "SMS_PROVIDER_USERID": "demo",
                     "SMS_PROVIDER_PASSWORD": "demo", "SMS_PROVIDER_TIMEZONE": ZONE,
                     "SMS_PIPELINE_LOG_LEVEL": "WARNING"})

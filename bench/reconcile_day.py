@@ -51,6 +51,7 @@ import psutil
 import psycopg
 from pydantic import SecretStr
 
+from sms_pipeline import hmac_keys
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.core.statuses import normalise_status
@@ -205,7 +206,8 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
         sampler.reset_peak()
         with timed_stats() as stats:
             started = time.perf_counter()
-            load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock)
+            load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock,
+                                   text_key=hmac_keys.text_key(settings))
             ingest_s = time.perf_counter() - started
         with timed_statements() as spent:
             started = time.perf_counter()
@@ -343,7 +345,7 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
             environ = {**os.environ, **settings_environ(url, traffic.base_url, day - timedelta(days=10))}
             settings = settings_module.load(environ)
             with connection.connect_url(url, autocommit=True) as conn:
-                outbound = load_outbound_rows(conn, traffic)
+                outbound = load_outbound_rows(conn, traffic, hmac_keys.text_key(settings))
                 conn.execute("VACUUM ANALYZE msg.outbound_message")
                 prepare_baseline_tables(conn)
             setup_s = time.perf_counter() - setup_started

@@ -52,6 +52,7 @@ import argparse
 import multiprocessing
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -157,6 +158,7 @@ def _worker_env(url: str, sim: RunningSimulator, home: str) -> dict[str, str]:
     """The workers' environment: the defaults but for the database, the simulator and the log level."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
     env.update({"SMS_PIPELINE_DATABASE_URL": url, "SMS_PIPELINE_HOME": home, "SMS_PROVIDER_BASE_URL": sim.base_url,
+                "SMS_PIPELINE_TEXT_HMAC_KEY": secrets.token_hex(32),
                 "SMS_PROVIDER_USERID": "demo", "SMS_PROVIDER_PASSWORD": "demo", "SMS_PROVIDER_TIMEZONE": ZONE,
                 "SMS_PROVIDER_XML_SEND": "true", "SMS_PIPELINE_LOG_LEVEL": "WARNING"})
     return env
@@ -275,7 +277,6 @@ def _end_to_end_without_start_worker(env: dict[str, str], batch_size: int, concu
     """
     from sms_pipeline import settings as settings_module
     from sms_pipeline.db import connection
-    from sms_pipeline.otp import codes
     from sms_pipeline.provider.client import ProviderClient
     from sms_pipeline.send.loop import select_queues
     from sms_pipeline.send.otp import OtpPolicy, otp_strategies
@@ -283,8 +284,7 @@ def _end_to_end_without_start_worker(env: dict[str, str], batch_size: int, concu
 
     settings = settings_module.load(env)
     url = env["SMS_PIPELINE_DATABASE_URL"]
-    policy = OtpPolicy(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
-                       settings.otp_max_attempts, codes.hmac_key(settings.otp_hmac_key, settings.home))
+    policy = OtpPolicy.from_settings(settings)
     with ProviderClient.from_settings(settings) as client:
         sms = {key: FromClaimed(strategy, ZONE)
                for key, strategy in sms_strategies(client, ZONE, xml_send=settings.provider_xml_send).items()}

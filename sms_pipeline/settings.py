@@ -209,6 +209,10 @@ class Settings(BaseSettings):
     otp_hmac_key: SecretStr | None = _setting(
         "SMS_PIPELINE_OTP_HMAC_KEY", None,
         "key for the HMAC of OTP codes; unset = a random key kept in SMS_PIPELINE_HOME")
+    text_hmac_key: SecretStr | None = _setting(
+        "SMS_PIPELINE_TEXT_HMAC_KEY", None,
+        "key for the HMAC fingerprint of message texts (sent rows and report rows); unset = a random key kept "
+        "in SMS_PIPELINE_HOME, allowed only with the embedded database")
     otp_code_length: PositiveInt = _setting("SMS_PIPELINE_OTP_CODE_LENGTH", 6, "OTP code length")
     otp_code_type: Annotated[str, AfterValidator(_otp_code_type)] = _setting(
         "SMS_PIPELINE_OTP_CODE_TYPE", "num", "num, alpha or alphanum")
@@ -254,6 +258,14 @@ class Settings(BaseSettings):
         if self.claim_lease_s <= longest:
             raise ValueError(f"SMS_PIPELINE_CLAIM_LEASE_S={self.claim_lease_s} must exceed the longest request "
                              f"(SMS_PROVIDER_CONNECT_TIMEOUT_S + SMS_PROVIDER_READ_TIMEOUT_S = {longest:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _shared_text_key(self) -> Settings:
+        # Every host that sends or loads reports must fingerprint texts alike: a per-home key cannot be shared.
+        if self.database_url is not None and self.text_hmac_key is None:
+            raise ValueError("SMS_PIPELINE_TEXT_HMAC_KEY is required when SMS_PIPELINE_DATABASE_URL is set "
+                             "(the worker and Dagster must share the text fingerprint key)")
         return self
 
     @property

@@ -8,9 +8,9 @@
 -- it are history).
 
 -- The last guard against bugs (set-based statements must still select only
--- legal transitions themselves): the whole transition table, identity and
--- money that never change once written, and updated_at that moves only when
--- something really changed.
+-- legal transitions themselves): the whole transition table, identity,
+-- money, text fingerprint and correlation evidence that never change once
+-- written, and updated_at that moves only when something really changed.
 CREATE OR REPLACE FUNCTION msg.outbound_message_before_update() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -43,6 +43,20 @@ BEGIN
         RAISE EXCEPTION 'msg.outbound_message id=%: segments, billable_units and cost are immutable once set',
                         OLD.id
               USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_money_immutable',
+                    TABLE = 'outbound_message', SCHEMA = 'msg';
+    END IF;
+
+    -- What a match rested on, and the text it was told apart by: rewriting
+    -- either would change the grounds of a decision already applied.
+    IF OLD.message_fingerprint IS NOT NULL AND NEW.message_fingerprint IS DISTINCT FROM OLD.message_fingerprint THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: message_fingerprint is immutable once set', OLD.id
+              USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_fingerprint_immutable',
+                    TABLE = 'outbound_message', SCHEMA = 'msg';
+    END IF;
+    IF OLD.correlation_evidence IS NOT NULL
+       AND NEW.correlation_evidence IS DISTINCT FROM OLD.correlation_evidence THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: correlation_evidence is immutable once set', OLD.id
+              USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_evidence_immutable',
                     TABLE = 'outbound_message', SCHEMA = 'msg';
     END IF;
 

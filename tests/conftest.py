@@ -11,12 +11,14 @@ import os
 
 import pytest
 
-from tests.support.environment import PARTITION_START
+from tests.support.environment import PARTITION_START, TEXT_HMAC_KEY
 
 # Before any test module imports the pipeline (sms_pipeline.orchestration reads
 # the first partition day when imported): the test deployment's fixed day, not
 # one read from a database.
 os.environ["SMS_PIPELINE_PARTITION_START"] = PARTITION_START
+# Every test database is external to the process: the text fingerprint key is required with it.
+os.environ["SMS_PIPELINE_TEXT_HMAC_KEY"] = TEXT_HMAC_KEY
 
 pytest_plugins = [
     "tests.support.databases",

@@ -49,10 +49,9 @@ def demo(args: argparse.Namespace, settings: Settings) -> int:
                   + (f"  ·  provider billed {result.simulator_billed_units}"
                      if result.simulator_billed_units is not None else "")
                   + f"  ·  {elapsed:.0f} s")
-    if any(d.tieout == "MISMATCH" for d in result.days):
-        console.print("tie-out MISMATCH: the provider billed messages we still hold as `unknown` (their evidence "
-                      "is ambiguous, e.g. an OTP resent inside the correlation window); nothing is guessed — "
-                      "see marts.provider_tieout_daily and `sms-pipeline messages show`.")
+    if any(d.tieout.startswith("MISMATCH") for d in result.days):
+        console.print("tie-out MISMATCH: units nobody can place in a bucket (the residual); "
+                      "see `sms-pipeline report tieout --from D --to D`.")
     unexplained = [] if result.already_there else _print_checks(console, result)
     console.print("Next: `sms-pipeline dev` opens the Dagster UI on these runs; "
                   "`sms-pipeline report cost --from D --to D` is finance's view.")

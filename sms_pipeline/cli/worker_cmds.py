@@ -18,7 +18,6 @@ from sms_pipeline.core.clock import RealClock
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
-from sms_pipeline.otp import codes
 from sms_pipeline.send.otp import OtpPolicy, otp_strategies
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
@@ -156,8 +155,7 @@ def _stop_on_signals(worker: Worker) -> Iterator[None]:
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     url = _database_url(settings)
     zone = settings.provider_timezone.key
-    policy = OtpPolicy(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
-                       settings.otp_max_attempts, codes.hmac_key(settings.otp_hmac_key, settings.home))
+    policy = OtpPolicy.from_settings(settings)
     with ProviderClient.from_settings(settings) as client:
         strategies = {**sms_strategies(client, zone, xml_send=settings.provider_xml_send),
                       **otp_strategies(client, zone, policy)}
@@ -222,7 +220,8 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
                   f"code={a.provider_status_code or '-'} cause={a.provider_cause or '-'} "
                   f"final={a.final_status or '-'}"
                   + (f" conflicting_final={a.conflicting_final_status}" if a.conflicting_final_status else "")
-                  + (f" correlation={a.correlation_result}" if a.correlation_result else ""))
+                  + (f" correlation={a.correlation_result}" if a.correlation_result else "")
+                  + (f" evidence={a.correlation_evidence}" if a.correlation_evidence else ""))
             print(f"    billable_units={a.billable_units if a.billable_units is not None else '-'} cost={cost}")
             for r in a.receipts:
                 print(f"    receipt {r.status_word} ({r.outcome}) msg={r.provider_message_id} from {r.source}"

@@ -84,9 +84,12 @@ class DemoResult:
 LEFT_FOR_A_PERSON = {
     "unknown_open": "the simulator drops some send answers (accept_then_drop, 5xx): those rows stay unknown until "
                     "a receipt or the proof of non-submission decides them",
-    "ambiguous_open": "some OTPs are resent inside the correlation window: their receipts fit two messages, and "
-                      "correlation never guesses",
-    "provider_tieout_difference_is_zero": "the provider billed messages we still hold as unknown or ambiguous",
+    "ambiguous_open": "some identical texts go to one number inside the correlation window: their receipts fit "
+                      "two messages alike, and correlation never guesses",
+    "provider_tieout_difference_is_zero": "an explained difference: the simulator's day report files a few "
+                                          "messages under the neighbouring day (provider-only on one day, "
+                                          "ours-only on the other), and sends whose answer was lost are "
+                                          "provider-only until a receipt confirms them",
 }
 
 
@@ -246,7 +249,7 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
         pipeline = _Pipeline(cfg, clock, cfg.home / "logs" / "demo-runs.log")
         with ProviderClient.from_settings(cfg) as client, \
                 connection.connect_url(url, autocommit=True) as conn:
-            send = _Sender(cfg, client, clock, url)
+            send = _Sender(cfg, client, clock, url, intake)
             task = progress.add_task("days", total=len(days) * (len(traffic.WAVE_HOURS) + 1) + 1) if progress else None
 
             def step(description: str) -> None:
@@ -257,10 +260,10 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
                 start, end = day_bounds(day, tz)
                 for wave in traffic.day_waves(day, start, options.messages_per_day, options.seed):
                     _set(clock, wave.at)
-                    send.enqueue_and_send(conn, wave.records, intake)
+                    send.enqueue_and_send(conn, wave.records)
                     if wave.resends:
                         clock.advance(traffic.OTP_RESEND_AFTER)
-                        send.enqueue_and_send(conn, wave.resends, intake)
+                        send.enqueue_and_send(conn, wave.resends)
                     step(f"{day}: sending")
                 # The day has closed: the daily tick ingests, reconciles and builds marts so far.
                 _set(clock, end + DAILY_TICK)
@@ -287,11 +290,12 @@ def _set(clock: VirtualClock, at: datetime) -> None:
 class _Sender:
     """Enqueue through intake and send through the real worker (bulk + OTP strategies)."""
 
-    def __init__(self, settings: Settings, client, clock: VirtualClock, url: str) -> None:
+    def __init__(self, settings: Settings, client, clock: VirtualClock, url: str, intake) -> None:
         self._settings, self._client, self._clock, self._url = settings, client, clock, url
+        self._intake = intake
+        self._policy = intake.IntakePolicy.from_settings(settings)  # once: it reads the text key
 
     def _worker(self):
-        from sms_pipeline.otp import codes
         from sms_pipeline.send.otp import OtpPolicy, otp_strategies
         from sms_pipeline.send.breaker import CircuitBreaker
         from sms_pipeline.send.loop import Worker
@@ -299,8 +303,7 @@ class _Sender:
 
         s = self._settings
         zone = s.provider_timezone.key
-        policy = OtpPolicy(s.otp_code_length, s.otp_code_type, s.otp_expiry_s, s.otp_max_attempts,
-                           codes.hmac_key(s.otp_hmac_key, s.home))
+        policy = OtpPolicy.from_settings(s)
         strategies = {**sms_strategies(self._client, zone, xml_send=s.provider_xml_send),
                       **otp_strategies(self._client, zone, policy)}
         return Worker(lambda: connection.connect_url(self._url, autocommit=True), strategies, clock=self._clock,
@@ -308,9 +311,9 @@ class _Sender:
                       breaker=CircuitBreaker(s.circuit_breaker_failures, s.circuit_breaker_cooldown_s),
                       poll_interval_s=0.05, upkeep_interval_s=0.0, backoff_initial_s=0.05, backoff_max_s=0.2)
 
-    def enqueue_and_send(self, conn: psycopg.Connection, records: list[dict], intake) -> None:
-        messages = [intake.new_message(r) for r in records]
-        intake.enqueue(conn, messages, clock=self._clock, policy=intake.IntakePolicy.from_settings(self._settings))
+    def enqueue_and_send(self, conn: psycopg.Connection, records: list[dict]) -> None:
+        messages = [self._intake.new_message(r) for r in records]
+        self._intake.enqueue(conn, messages, clock=self._clock, policy=self._policy)
         self.drain()
 
     def drain(self) -> None:

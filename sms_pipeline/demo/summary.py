@@ -9,9 +9,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import psycopg
-from psycopg.rows import class_row
+from psycopg.rows import dict_row
 
 from sms_pipeline.db import queries
+from sms_pipeline.marts import tieout
 
 @dataclass(frozen=True)
 class DaySummary:
@@ -28,12 +29,15 @@ class DaySummary:
     billable_units: int
     cost: Decimal
     unpriced_units: int
-    tieout: str
+    tieout: str  # ok, explained (provider-only 3, ...), MISMATCH (residual N), not compared (...) or no data
 
 
 def per_day(conn: psycopg.Connection, first: date, last: date, tz: str) -> list[DaySummary]:
-    with conn.cursor(row_factory=class_row(DaySummary)) as cur:
-        return queries.run(cur, "demo_per_day", first=first, last=last, tz=tz).fetchall()
+    """Each day's figures, its tie-out as ``ok``, ``explained (...)`` or ``MISMATCH (residual N)``."""
+    labels = tieout.day_labels(tieout.rows(conn, first, last))
+    with conn.cursor(row_factory=dict_row) as cur:
+        figures = queries.run(cur, "demo_per_day", first=first, last=last, tz=tz).fetchall()
+    return [DaySummary(**day, tieout=labels.get(day["day"], "no data")) for day in figures]
 
 
 def to_json(days: list[DaySummary], extra: dict) -> str:
@@ -55,8 +59,10 @@ def render(days: list[DaySummary], currency: str = "INR"):
     for h in headers:
         # Compact box and collapsed padding: the table fits the demo's
         # 132-column console whole (a boxed one cut the day to "2026-11…").
-        table.add_column(h, justify="left" if h in ("day", "tie-out") else "right", no_wrap=True,
-                         min_width={"day": 10, "tie-out": 8}.get(h))
+        # The tie-out wraps within its own cell: an explained day's buckets
+        # would otherwise push every other column off the console.
+        table.add_column(h, justify="left" if h in ("day", "tie-out") else "right", no_wrap=h != "tie-out",
+                         min_width={"day": 10, "tie-out": 8}.get(h), max_width=36 if h == "tie-out" else None)
     for d in days:
         table.add_row(d.day.isoformat(), *(str(v) for v in (
             d.sent, d.delivered, d.failed, d.expired, d.still_pending, d.unknown, d.ambiguous, d.rejected,

@@ -5,7 +5,9 @@ read, so a corrupt, truncated or non-zip answer raises a ``DayReportError``
 naming the date while nothing has been written. The load itself is one
 transaction: TRUNCATE the day's partition of ``dlr.day_report_rows``, COPY
 the rows, write the checkpoint. A download whose content checksum equals the
-loaded one writes nothing at all. A download with fewer rows than the stored
+loaded one, fingerprinted under the same key (``core.fingerprint.key_id``),
+writes nothing at all: a day loaded before fingerprints, or under another
+key, is loaded again once. A download with fewer rows than the stored
 load is refused and writes nothing (a day report only grows;
 docs/design.md#report-guards), unless the caller passes ``allow_shrink``.
 
@@ -29,11 +31,13 @@ from zoneinfo import ZoneInfo
 import psycopg
 from psycopg import sql
 
+from sms_pipeline.core import fingerprint
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.provider_time import InvalidLocalTime
 from sms_pipeline.db import queries, report_guards
 from sms_pipeline.errors import UserError
+from sms_pipeline.ingest import checkpoints
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
 from sms_pipeline.provider.dayfile import DayReport
@@ -55,7 +59,7 @@ _TEXT_FIELDS = ("msg_id", "transaction_id", "mobile", "sender", "msg_type", "sub
 _COLUMNS = (
     "msg_id", "transaction_id", "mobile", "sender_name", "msg_type", "submit_time_local", "delivery_time_local",
     "status", "cause", "error_code", "units",
-    "report_date", "line_no", "message_sha256", "provider_submit_at", "provider_done_at",
+    "report_date", "line_no", "message_fingerprint", "provider_submit_at", "provider_done_at",
 )  # fmt: skip
 
 
@@ -93,6 +97,7 @@ def load_day_report(
     tz: ZoneInfo,
     clock: Clock,
     *,
+    text_key: bytes,
     allow_shrink: bool = False,
 ) -> DayReportLoad:
     """Download day ``day`` and make ``dlr.day_report_rows`` hold exactly it.
@@ -102,7 +107,8 @@ def load_day_report(
     ``ReportShrinkRefused`` for a download with fewer rows than the stored
     load (unless ``allow_shrink``: a person checked) and ``DayLoadError`` for
     a load the database refused, after rolling back: the previous load and its
-    checkpoint stay as they were.
+    checkpoint stay as they were. ``text_key``: the message texts' HMAC key
+    (``SMS_PIPELINE_TEXT_HMAC_KEY``); the texts are stored only as its fingerprints.
     """
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"day-report-{day.isoformat()}-") as tmp:
@@ -113,23 +119,24 @@ def load_day_report(
             partition = _ensure_partition(conn, day)
             with conn.transaction():
                 queries.run(conn, "advisory_xact_lock_pair", lock_class=_LOCK_CLASS, key=day.toordinal())
-                previous = queries.run(conn, "ingest_report_checkpoint", report_kind=REPORT_KIND,
-                                       report_date=day).fetchone()
-                if previous is not None and previous[0] == checksum and previous[4] is not None:
+                previous = checkpoints.read(conn, REPORT_KIND, day)
+                key_id = fingerprint.key_id(text_key)
+                if previous is not None and previous.unchanged(checksum, key_id):
                     # Nothing to rewrite, but the content is confirmed as of
                     # this download (evidence for the proof of non-submission).
                     queries.run(conn, "ingest_report_confirm", report_kind=REPORT_KIND, report_date=day,
                                 fetched_at=fetched_at)
-                    return _summarise(conn, report, checksum, skipped=True, loaded_at=previous[4], started=started)
+                    return _summarise(conn, report, checksum, skipped=True, loaded_at=previous.loaded_at,
+                                      started=started)
                 if allow_shrink:
                     report_guards.allow_shrink(conn)  # the database's guard too, for this transaction
-                elif previous is not None and report.row_count < previous[1]:
-                    raise _shrink_refused(day, report.row_count, previous[1])
-                rows = _replace_rows(conn, partition, report, tz)
+                elif previous is not None and report.row_count < previous.rows:
+                    raise _shrink_refused(day, report.row_count, previous.rows)
+                rows = _replace_rows(conn, partition, report, tz, text_key)
                 loaded_at = clock.now()
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                             checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,
-                            loaded_at=loaded_at)
+                            loaded_at=loaded_at, fingerprint_key_id=key_id)
                 return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started)
         except psycopg.Error as exc:
             # Only the primary message: DETAIL and CONTEXT may quote a row (a recipient number).
@@ -167,13 +174,14 @@ def _ensure_partition(conn: psycopg.Connection, day: date) -> sql.Identifier:
     return sql.Identifier(*schema_and_name)
 
 
-def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, report: DayReport, tz: ZoneInfo) -> int:
+def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, report: DayReport, tz: ZoneInfo,
+                  text_key: bytes) -> int:
     queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
     count = 0
     batch: list[str] = []
     with queries.copy(conn, "ingest_day_report_copy",
                       identifiers={"partition": partition, "columns": queries.column_list(_COLUMNS)}) as sink:
-        for line in _copy_lines(report, tz):
+        for line in _copy_lines(report, tz, text_key):
             batch.append(line)
             if len(batch) == _COPY_BATCH:
                 sink.write("".join(batch))
@@ -184,8 +192,8 @@ def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, report: D
     return count
 
 
-def _copy_lines(report: DayReport, tz: ZoneInfo) -> Iterator[str]:
-    """COPY text-format lines in ``_COLUMNS`` order; the message only as its SHA-256.
+def _copy_lines(report: DayReport, tz: ZoneInfo, text_key: bytes) -> Iterator[str]:
+    """COPY text-format lines in ``_COLUMNS`` order; the message only as its keyed fingerprint.
 
     Formatted here rather than by ``write_row``: a day holds up to millions of
     rows, and their times and texts repeat (one submit time and one text per
@@ -193,7 +201,7 @@ def _copy_lines(report: DayReport, tz: ZoneInfo) -> Iterator[str]:
     """
     parser = LocalTimeParser(tz)
     instant = _memoised(lambda text: _with_text(_instant(parser, text)), _MEMO_LIMIT)
-    digest = _memoised(lambda text: hashlib.sha256(text.encode("utf-8")).hexdigest(), _MEMO_LIMIT)
+    digest = _memoised(lambda text: _bytea_copy_text(fingerprint.text_fingerprint(text_key, text)), _MEMO_LIMIT)
     day = report.day.isoformat()
     submit_i, delivery_i = _TEXT_FIELDS.index("submit_time"), _TEXT_FIELDS.index("delivery_time")
     width = len(_TEXT_FIELDS)
@@ -216,6 +224,11 @@ def _instant(parser: LocalTimeParser, text: str) -> datetime | None:
         return parser.parse(stripped)
     except InvalidLocalTime:
         return None  # counted as unparsed by the stats query
+
+
+def _bytea_copy_text(value: bytes | None) -> str:
+    """A bytea in COPY text format: \\x and hex, its backslash escaped."""
+    return _NULL if value is None else "\\\\x" + value.hex()
 
 
 def _with_text(value: datetime | None) -> tuple[datetime | None, str]:

@@ -27,7 +27,8 @@ from uuid import UUID
 import psycopg
 from psycopg import errors
 
-from sms_pipeline.core import keys, msisdn, otp, segments
+from sms_pipeline import hmac_keys
+from sms_pipeline.core import fingerprint, keys, msisdn, otp, segments
 from sms_pipeline.core.channels import SENDABLE_CHANNELS
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
@@ -95,17 +96,30 @@ class IntakePolicy:
     now). ``otp_retry_after_s`` (``SMS_PIPELINE_OTP_RETRY_AFTER_S``): a new OTP
     to the same tenant, number and purpose as one taken less than that ago is
     refused; None leaves that to the provider (its ``retryAfter`` rejects it at send).
+    ``text_key`` (``SMS_PIPELINE_TEXT_HMAC_KEY``): a fixed body's fingerprint
+    is stored with its row here, once per distinct body of the batch (an
+    OTP's is made at send, with its code); None stores none.
     """
 
     otp_expiry_s: int = 300
     max_send_delay_h: int = 24
     otp_retry_after_s: int | None = None
+    text_key: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: object) -> IntakePolicy:
         return cls(otp_expiry_s=settings.otp_expiry_s,  # type: ignore[attr-defined]
                    max_send_delay_h=settings.max_send_delay_h,  # type: ignore[attr-defined]
-                   otp_retry_after_s=settings.otp_retry_after_s or None)  # type: ignore[attr-defined]
+                   otp_retry_after_s=settings.otp_retry_after_s or None,  # type: ignore[attr-defined]
+                   text_key=hmac_keys.text_key(settings))
+
+    def fingerprints(self) -> Callable[[NewMessage], bytes | None]:
+        """The fingerprint of a message's text as sent, computed once per distinct body."""
+        key = self.text_key
+        if key is None:
+            return lambda message: None
+        of_body = functools.lru_cache(maxsize=1024)(lambda body: fingerprint.text_fingerprint(key, body))
+        return lambda message: None if message.message_class is MessageClass.otp else of_body(message.body)
 
     def expires_at(self, message: NewMessage, now: datetime) -> datetime:
         if message.expires_at is not None:
@@ -334,6 +348,7 @@ def read_jsonl(lines: Iterable[str], *, first_line_no: int = 1,
 _STAGING_COLUMNS = (
     "ord", "tenant_id", "business_key", "channel", "message_class", "recipient", "sender_id", "body",
     "encoding", "segments", "template_id", "dlt_entity_id", "dlt_template_id", "scheduled_for", "expires_at",
+    "message_fingerprint",
 )  # the order enqueue() writes the staged rows in
 
 
@@ -373,13 +388,15 @@ def _enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock:
             return results  # type: ignore[return-value]
         ensure_partition_for(conn, now)
         queries.run(conn, "intake_stage_create")
+        fingerprint_of = policy.fingerprints()
         with queries.copy(conn, "intake_stage_copy",
                           identifiers={"columns": queries.column_list(_STAGING_COLUMNS)}) as copy:
             for ord_ in accepted:
                 m = messages[ord_]
                 copy.write_row((ord_, m.tenant_id, m.business_key, m.channel.value, m.message_class.value,
                                 m.recipient, m.sender_id, m.body, m.encoding, m.segments, m.template_id,
-                                m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, policy.expires_at(m, now)))
+                                m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, policy.expires_at(m, now),
+                                fingerprint_of(m)))
         created_ids = _insert_new(conn, now)
         rows = queries.run(conn, "intake_resolve").fetchall()
         otp_requests.record_requests(conn, messages, [(row[0], row[1], row[2]) for row in rows])

@@ -2,6 +2,9 @@
 
 Money comes back as ``Decimal`` exactly as the mart holds it (NUMERIC); it is
 never turned into a float on the way to a table, a CSV or Dagster metadata.
+An amount is ``None`` where its rows are unpriced (no rate applies): unknown,
+never 0. ``unknown_*`` is the exposure of rows whose send outcome is unknown
+(possibly billed): not in the billed figures.
 """
 
 from __future__ import annotations
@@ -11,10 +14,8 @@ from datetime import date
 from decimal import Decimal
 
 import psycopg
-from psycopg.rows import class_row
 
-from sms_pipeline.db import queries
-from sms_pipeline.errors import UserError
+from sms_pipeline.marts.reading import mart_rows
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,13 @@ class CostRow:
     currency: str | None
     messages_submitted: int
     billable_units: int
-    cost: Decimal
+    cost: Decimal | None
     rejected_messages: int
     unpriced_units: int
-    cost_of_failed: Decimal
+    cost_of_failed: Decimal | None
+    unknown_messages: int
+    unknown_units: int
+    unknown_cost_at_risk: Decimal | None
 
 
 @dataclass(frozen=True)
@@ -39,33 +43,28 @@ class DayTotal:
     currency: str | None
     messages_submitted: int
     billable_units: int
-    cost: Decimal
+    cost: Decimal | None
     rejected_messages: int
     unpriced_units: int
-    cost_of_failed: Decimal
+    cost_of_failed: Decimal | None
+    unknown_messages: int
+    unknown_units: int
+    unknown_cost_at_risk: Decimal | None
 
 
-def _check_range(first: date, last: date) -> None:
-    if last < first:
-        raise UserError(f"--to {last} is before --from {first}")
+UNPRICED = "unpriced"
 
 
-def _fetch(conn: psycopg.Connection, name: str, row_type: type, **params: object) -> list:
-    try:
-        with conn.cursor(row_factory=class_row(row_type)) as cur:
-            return queries.run(cur, name, **params).fetchall()
-    except psycopg.errors.UndefinedTable:
-        raise UserError("marts.cost_daily does not exist yet: materialise the marts first "
-                        "(the Dagster marts assets)") from None
+def money_text(amount: Decimal | None) -> str:
+    """An amount as its exact decimal text; ``unpriced`` where no rate applies (never ``0.0000``)."""
+    return UNPRICED if amount is None else str(amount)
 
 
 def cost_rows(conn: psycopg.Connection, first: date, last: date, tenant: str | None = None) -> list[CostRow]:
     """Every cost_daily row of days ``first``..``last`` (inclusive), optionally one tenant's."""
-    _check_range(first, last)
-    return _fetch(conn, "marts_cost_rows", CostRow, first=first, last=last, tenant=tenant)
+    return mart_rows(conn, "cost_daily", "marts_cost_rows", CostRow, first, last, tenant=tenant)
 
 
 def day_totals(conn: psycopg.Connection, first: date, last: date) -> list[DayTotal]:
     """Totals per day and currency over all tenants, channels, classes and senders."""
-    _check_range(first, last)
-    return _fetch(conn, "marts_cost_day_totals", DayTotal, first=first, last=last)
+    return mart_rows(conn, "cost_daily", "marts_cost_day_totals", DayTotal, first, last)

@@ -133,6 +133,8 @@ def prepare_manifest(project: DbtProject | None = None) -> Path:
             parse_env = {name: value for name, value in _PARSE_ONLY_CONNECTION.items() if name not in os.environ}
             with dbt_environment(parse_env):
                 # What dagster-dbt's preparer runs (the project has no dbt packages
-                # to install), with the package's own dbt instead of PATH's.
-                dbt_cli(project).cli(["parse", "--quiet"], target_path=project.target_path).wait()
+                # to install), with the package's own dbt instead of PATH's. A full
+                # parse: partial parsing has kept a singular test's description stale.
+                dbt_cli(project).cli(["parse", "--quiet", "--no-partial-parse"],
+                                     target_path=project.target_path).wait()
     return project.manifest_path

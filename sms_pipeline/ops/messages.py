@@ -69,6 +69,7 @@ class AttemptView:
     final_status: str | None
     conflicting_final_status: str | None
     correlation_result: str | None
+    correlation_evidence: str | None  # what a match rested on: msgid, transaction, fingerprint, reconstruction
     scheduled_for: datetime | None
     expires_at: datetime | None
     claimed_at: datetime | None

@@ -77,10 +77,12 @@ def day_report(
     tz = pipeline.zone
     app_clock = clock.clock()
     allow_shrink = report_guard.allow_shrink
+    text_key = pipeline.text_key()
     with provider.client() as client, database.connect(autocommit=True) as conn:
         return day_by_day(
             context,
-            lambda day: load_day_report(conn, client, day, tz, app_clock, allow_shrink=allow_shrink),
+            lambda day: load_day_report(conn, client, day, tz, app_clock, text_key=text_key,
+                                        allow_shrink=allow_shrink),
             lambda load: day_report_metadata(conn, load),
             skippable=(ProviderCallError,),
             stops=(ReportShrinkRefused,),  # a person must look: never skipped past
@@ -152,7 +154,7 @@ def intraday_delivery_reports(
 ) -> dg.MaterializeResult:
     tz = pipeline.zone
     with provider.client() as client, database.connect(autocommit=True) as conn:
-        result = load_intraday_delivery_reports(conn, client, tz, clock.clock())
+        result = load_intraday_delivery_reports(conn, client, tz, clock.clock(), text_key=pipeline.text_key())
         return dg.MaterializeResult(metadata=intraday_metadata(conn, result))
 
 

@@ -20,6 +20,7 @@ import dagster as dg
 import psycopg
 from pydantic import SecretStr
 
+from sms_pipeline import hmac_keys
 from sms_pipeline.core.clock import Clock, FrozenClock, RealClock
 from sms_pipeline.db import connection
 from sms_pipeline.marts.project import dbt_cli, dbt_project
@@ -103,10 +104,17 @@ class PipelineResource(dg.ConfigurableResource):
     validity_h: int = _default("validity_h")
     report_concurrency: int = _default("report_concurrency")
     lookback_days: int = _default("lookback_days")
+    text_hmac_key: str | None = None  # an EnvVar reference in a deployment (see build_resources)
+    home: str = str(_default("home"))  # where the text key is kept when none is configured
 
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.provider_timezone)
+
+    def text_key(self) -> bytes:
+        """The message texts' HMAC key (``SMS_PIPELINE_TEXT_HMAC_KEY``, else the home's key file)."""
+        configured = SecretStr(self.text_hmac_key) if self.text_hmac_key else None
+        return hmac_keys.load_key(hmac_keys.TEXT_KEY, configured, Path(self.home))
 
     @property
     def resend_classes(self) -> tuple[str, ...]:
@@ -172,6 +180,8 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
             validity_h=settings.validity_h,
             report_concurrency=settings.report_concurrency,
             lookback_days=settings.lookback_days,
+            text_hmac_key=secret("SMS_PIPELINE_TEXT_HMAC_KEY", settings.text_hmac_key),
+            home=str(settings.home),
         ),
         "report_guard": ReportGuardResource(),
         "dbt": dbt_cli(dbt_project(settings.home)),

@@ -46,6 +46,9 @@ PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 HOURLY_ASSETS = dg.AssetSelection.tag(CADENCE_TAG, "hourly", include_sources=True)
 HOURLY_SELECTION = HOURLY_ASSETS | dg.AssetSelection.checks(
     *(dg.AssetCheckKey(asset, name) for name, asset in HEALTH_CHECK_TARGETS.items()))
+# Selecting an asset selects the checks on it: the daily job runs the health
+# checks of the receipts, the reconciliation and cost_daily (unpriced units)
+# once the run has built them.
 DAILY_SELECTION = dg.AssetSelection.groups(*DAILY_GROUPS) - HOURLY_ASSETS
 DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - HOURLY_ASSETS
 

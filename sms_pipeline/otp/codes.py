@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
-import stat
-import tempfile
 from pathlib import Path
 
 from pydantic import SecretStr
 
-from sms_pipeline.errors import SettingsError
+from sms_pipeline import hmac_keys
 
-KEY_FILE_NAME = "otp_hmac.key"
-MIN_KEY_BYTES = 16
+KEY_FILE_NAME = hmac_keys.OTP_KEY.file_name
 # Letters that cannot be misread (no I, O) and digits without 0 and 1 beside
 # them; every character is one GSM-7 septet, so segments counted on a
 # placeholder of the same length are the segments billed.
@@ -65,44 +61,4 @@ def code_hmac(key: bytes, tenant_id: str, recipient: str, code: str) -> bytes:
 
 def hmac_key(configured: SecretStr | None, home: Path) -> bytes:
     """``configured`` (``SMS_PIPELINE_OTP_HMAC_KEY``), else the key kept in ``home`` (made on first use)."""
-    if configured is not None:
-        key = configured.get_secret_value().encode("utf-8")
-        if len(key) < MIN_KEY_BYTES:
-            raise SettingsError(f"SMS_PIPELINE_OTP_HMAC_KEY is too short: use at least {MIN_KEY_BYTES} bytes "
-                                "of random text (e.g. python -c 'import secrets; print(secrets.token_hex(32))')")
-        return key
-    return _key_from_file(home / KEY_FILE_NAME)
-
-
-def _key_from_file(path: Path) -> bytes:
-    if not path.exists():
-        _create_key_file(path)
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SettingsError(f"{path} is readable by other users (mode {mode:04o}): run chmod 600 {path}")
-    key = path.read_text(encoding="utf-8").strip().encode("utf-8")
-    if len(key) < MIN_KEY_BYTES:
-        raise SettingsError(f"{path} holds no usable key (shorter than {MIN_KEY_BYTES} bytes)")
-    return key
-
-
-def _create_key_file(path: Path) -> None:
-    """Write a new random key, mode 0600; a concurrent creator's key wins if it came first.
-
-    The key is written to a private temporary file and linked into place, so
-    no process ever reads a half-written key, and ``link`` fails rather than
-    replace a key another process made meanwhile.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{KEY_FILE_NAME}.", dir=path.parent)  # mode 0600
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(secrets.token_hex(32) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-    finally:
-        os.unlink(temporary)
+    return hmac_keys.load_key(hmac_keys.OTP_KEY, configured, home)

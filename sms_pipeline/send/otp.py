@@ -6,7 +6,9 @@
 - **The code is made here**, just before the call, with ``secrets``, and
   passed as ``otp``; the row's body stays the template with ``$otp$``
   (segments were counted at intake on the rendered length). The code lives
-  only in memory for the request; what is kept is its HMAC.
+  only in memory for the request; what is kept is its HMAC, and the keyed
+  fingerprint of the text sent (the template with the code filled in), so
+  the reports' texts can tell two OTPs to one number apart.
 - **One transaction** writes the outcome (the worker's own statements,
   conditional on the row still being ``sending``) and, when the row became
   ``submitted`` or ``unknown``, the ``msg.otp_verification`` row. The stored
@@ -41,8 +43,10 @@ from datetime import datetime
 
 import psycopg
 
+from sms_pipeline.core import fingerprint, otp
 from sms_pipeline.core.states import Channel, MessageClass
 from sms_pipeline.db import queries
+from sms_pipeline import hmac_keys
 from sms_pipeline.errors import SettingsError
 from sms_pipeline.otp import codes
 from sms_pipeline.provider.client import ProviderClient
@@ -51,6 +55,7 @@ from sms_pipeline.send.batching import SendBatch, plan_requests
 from sms_pipeline.send.claim import ClaimedMessage
 from sms_pipeline.send.loop import QueueKey, Sent, SendStrategy
 from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome
+from sms_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,14 @@ class OtpPolicy:
     expiry_s: int
     max_attempts: int
     hmac_key: bytes = field(repr=False)
+    # SMS_PIPELINE_TEXT_HMAC_KEY; None: the rows get no text fingerprint (reconstruction without it).
+    text_key: bytes | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OtpPolicy:
+        return cls(settings.otp_code_length, settings.otp_code_type, settings.otp_expiry_s,
+                   settings.otp_max_attempts, codes.hmac_key(settings.otp_hmac_key, settings.home),
+                   text_key=hmac_keys.text_key(settings))
 
     def __post_init__(self) -> None:
         low, high = PROVIDER_EXPIRY_RANGE_S
@@ -84,9 +97,10 @@ class OtpPolicy:
 
 @dataclass(frozen=True, slots=True)
 class OtpSent(Sent):
-    """A made OTP request: the answer and the HMAC of the code it carried (never the code)."""
+    """A made OTP request: the answer, the HMAC of the code it carried and the fingerprint of its text (never the code)."""
 
     code_hmac: bytes = field(repr=False)
+    text_fingerprint: bytes | None = field(default=None, repr=False)
 
 
 # One request per row, and a claim takes only the next request's rows: an
@@ -115,14 +129,18 @@ class OtpStrategy:
         outcome = self.client.otp_generate(
             message.recipient, batch.body, batch.sender_id or "", code, code_expiry_s=policy.expiry_s,
             code_length=policy.code_length, code_type=policy.code_type, msg_type=batch.msg_type)
-        return OtpSent(batch, outcome, codes.code_hmac(policy.hmac_key, message.tenant_id, message.recipient, code))
+        sent_text = None if policy.text_key is None else \
+            fingerprint.text_fingerprint(policy.text_key, otp.render(batch.body, code))
+        return OtpSent(batch, outcome, codes.code_hmac(policy.hmac_key, message.tenant_id, message.recipient, code),
+                       sent_text)
 
     def record(self, conn: psycopg.Connection, sent: Sent, *, now: datetime) -> AppliedOutcome:
         assert isinstance(sent, OtpSent)
         (message,) = sent.batch.messages
         retry_after_s = sent.outcome.retry_after_s if isinstance(sent.outcome, SendAccepted) else None
         with conn.transaction():
-            applied = apply_outcome(conn, sent.batch, sent.outcome, now=now, price_time_zone=self.price_time_zone)
+            applied = apply_outcome(conn, sent.batch, sent.outcome, now=now, price_time_zone=self.price_time_zone,
+                                    sent_fingerprint=sent.text_fingerprint)
             if applied.submitted or applied.unknown:
                 written = queries.run(
                     conn, "otp_record_verification", id=message.id, created_at=message.created_at,

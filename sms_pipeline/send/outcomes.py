@@ -155,14 +155,18 @@ def start_request(conn: psycopg.Connection, batch: SendBatch, *, now: datetime) 
 
 
 def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutcome, *,
-                  now: datetime, price_time_zone: str) -> AppliedOutcome:
+                  now: datetime, price_time_zone: str, sent_fingerprint: bytes | None = None) -> AppliedOutcome:
     """Write ``outcome`` onto the rows of ``batch`` still ``sending`` (one transaction).
 
     ``now`` is the submission time (the clock's, after the answer came back);
     ``price_time_zone`` names the zone the rate card's days are read in.
+    ``sent_fingerprint``: the text fingerprint of a request whose text intake
+    could not know (an OTP's, made with its code), written on the rows that
+    may have gone out (submitted, unknown); None keeps the one from intake.
     """
     decision = decide(outcome, batch.message_class)
     base = {"ids": batch.ids, "created_ats": batch.created_ats, "now": now}
+    sent = {"fingerprint": sent_fingerprint}
     with conn.transaction():
         if decision.action is Action.fan_out:
             assert isinstance(outcome, SendAccepted)
@@ -174,14 +178,14 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
                     conn, "worker_reject", **base, **answer, recipients=list(outcome.invalid),
                     reason=INVALID_MOBILE_REASON, cause=None).fetchall()
             if outcome.unlisted:  # in neither list: possibly sent, so never submitted nor rejected
-                unknown = queries.run(conn, "worker_mark_unknown", **base, **answer,
+                unknown = queries.run(conn, "worker_mark_unknown", **base, **answer, **sent,
                                       recipients=list(outcome.unlisted), reason=NOT_IN_ANSWER_REASON).fetchall()
             if outcome.unmatched:
                 log.warning("answer transaction_id=%s names %d number(s) that match no recipient of the request",
                             outcome.transaction_id, len(outcome.unmatched))
             submitted = queries.run(
-                conn, "worker_submit", **base, **answer, campaign_id=outcome.campaign_id,
-                price_time_zone=price_time_zone).fetchall()
+                conn, "worker_submit", **base, **answer, **sent, campaign_id=outcome.campaign_id,
+                created_at=outcome.create_time, price_time_zone=price_time_zone).fetchall()
             _log_rows(rejected, "rejected")
             _log_rows(unknown, "unknown")
             _log_rows(submitted, "submitted")
@@ -194,8 +198,8 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
             _log_rows(rejected, "rejected")
             applied = AppliedOutcome(decision, rejected=len(rejected))
         elif decision.action is Action.mark_unknown:
-            unknown = queries.run(conn, "worker_mark_unknown", **base, recipients=None, reason=decision.reason,
-                                  transaction_id=None, status_code=None).fetchall()
+            unknown = queries.run(conn, "worker_mark_unknown", **base, **sent, recipients=None,
+                                  reason=decision.reason, transaction_id=None, status_code=None).fetchall()
             _log_rows(unknown, "unknown")
             applied = AppliedOutcome(decision, unknown=len(unknown))
         else:

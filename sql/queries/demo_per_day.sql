@@ -1,7 +1,7 @@
 -- The demo's per-day figures, read back from the marts and the message
 -- table: one row per provider-local day of the range (both ends included),
 -- zeros for a day without traffic; the columns are the fields of
--- demo.summary.DaySummary.
+-- demo.summary.DaySummary but its tie-out (tieout.day_labels of the tie-out rows).
 -- Parameters: first, last (provider-local days), tz (the provider's time zone).
 WITH days AS (
     SELECT generate_series(%(first)s::date, %(last)s::date, interval '1 day')::date AS day
@@ -13,9 +13,6 @@ WITH days AS (
     SELECT day, sum(billable_units) AS billable_units, sum(cost) AS cost, sum(rejected_messages) AS rejected,
            sum(unpriced_units) AS unpriced_units
       FROM marts.cost_daily GROUP BY day
-), tieout AS (
-    SELECT day, bool_and(status = 'match') AS tied_out, count(*) AS senders
-      FROM marts.provider_tieout_daily GROUP BY day
 ), rows_by_day AS (
     -- A message's day is the provider-local day of its send attempt (submitted_at,
     -- else claimed_at, else created_at), as in the marts.
@@ -36,13 +33,10 @@ SELECT d.day,
        COALESCE(rec.orphans_opened, 0)::bigint       AS orphans,
        COALESCE(costs.billable_units, 0)::bigint     AS billable_units,
        COALESCE(costs.cost, 0)::numeric(14, 4)       AS cost,
-       COALESCE(costs.unpriced_units, 0)::bigint     AS unpriced_units,
-       CASE WHEN tieout.senders IS NULL THEN 'no data'
-            WHEN tieout.tied_out THEN 'ok' ELSE 'MISMATCH' END AS tieout
+       COALESCE(costs.unpriced_units, 0)::bigint     AS unpriced_units
   FROM days d
   LEFT JOIN delivery ON delivery.day = d.day
   LEFT JOIN costs ON costs.day = d.day
-  LEFT JOIN tieout ON tieout.day = d.day
   LEFT JOIN rows_by_day r ON r.day = d.day
   LEFT JOIN marts.reconciliation_daily rec ON rec.day = d.day
  ORDER BY d.day

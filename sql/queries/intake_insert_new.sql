@@ -6,10 +6,11 @@
 -- Returns the id of every row inserted.
 INSERT INTO msg.outbound_message (
     business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding, segments,
-    template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at, created_at, updated_at)
+    template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at, message_fingerprint,
+    created_at, updated_at)
 SELECT business_key, tenant_id, channel::msg.message_channel, message_class, recipient, sender_id, body,
        encoding, segments, template_id, dlt_entity_id, dlt_template_id, scheduled_for, expires_at,
-       %(now)s, %(now)s
+       message_fingerprint, %(now)s, %(now)s
   FROM (SELECT DISTINCT ON (s.tenant_id, s.business_key) s.*
           FROM worker_intake_staging s
          WHERE NOT EXISTS (SELECT 1 FROM msg.business_key_registry r

@@ -17,5 +17,6 @@ CREATE TEMPORARY TABLE worker_intake_staging (
     dlt_entity_id   text,
     dlt_template_id text,
     scheduled_for   timestamptz,
-    expires_at      timestamptz
+    expires_at      timestamptz,
+    message_fingerprint bytea       -- of the body as sent; NULL for an OTP (its code is made at send)
 ) ON COMMIT DROP

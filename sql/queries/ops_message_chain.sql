@@ -14,6 +14,7 @@ SELECT m.id, m.created_at, m.attempt_key, m.business_key, m.replaces_id, m.tenan
        m.message_class, m.recipient, m.sender_id, m.state::text, m.state_reason, m.attempt_count,
        m.provider_txn_id, m.provider_message_id, m.provider_campaign_id, m.provider_status_code,
        m.provider_cause, m.final_status, m.conflicting_final_status, m.correlation_result::text,
+       m.correlation_evidence,
        m.scheduled_for, m.expires_at, m.claimed_at, m.submitted_at, m.delivered_at, m.reconciled_at,
        m.encoding, m.segments, m.billable_units, m.cost, m.cost_currency
   FROM chain m

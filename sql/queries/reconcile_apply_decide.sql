@@ -5,6 +5,11 @@
 --   * the first final event (by provider done time, then first seen, then
 --     id) moves a `submitted` row to its final state; intermediate and
 --     unmapped words never move a state;
+--   * evidence names what the match rested on: the msgId, the transaction,
+--     the text fingerprint (pass 3 with equal fingerprints on both sides:
+--     the text would have told the row from any other candidate), or
+--     reconstruction alone (pass 3 where a side had none, or a different
+--     one: the lone candidate is kept, see the pass);
 --   * settled_outcome is the row's final outcome after this run (NULL while
 --     it has none, and for rows proved never submitted: any final receipt
 --     for those contradicts the proof);
@@ -37,6 +42,9 @@ decided AS (
                  AND abs(EXTRACT(EPOCH FROM u.alt_submit_at - COALESCE(m.submitted_at, m.claimed_at)))
                    < abs(EXTRACT(EPOCH FROM u.submit_at - COALESCE(m.submitted_at, m.claimed_at)))
                 THEN u.alt_submit_at ELSE u.submit_at END AS submit_at,
+           CASE p.pass WHEN 1 THEN 'msgid' WHEN 2 THEN 'transaction'
+                ELSE CASE WHEN m.message_fingerprint = u.fingerprint THEN 'fingerprint' ELSE 'reconstruction' END
+           END AS evidence,
            m.state AS old_state,
            m.final_status AS old_final_status,
            m.state_reason AS old_state_reason,

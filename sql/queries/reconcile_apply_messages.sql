@@ -1,5 +1,6 @@
 -- One statement for every matched message: msgId (and transaction id) onto
--- the row, correlation result and window, and the decided state move
+-- the row, correlation result, evidence (the first match's: a later receipt
+-- found by the msgId the match stored keeps it) and window, and the decided state move
 -- (only `submitted` -> final; every other row keeps its state), with the
 -- applied final's word, cause and delivery time, and the first conflicting
 -- final kept beside it. A receipt that moves a row to `failed` or `expired`
@@ -24,6 +25,7 @@ moved AS (
            provider_message_id = COALESCE(m.provider_message_id, t.msg_id),
            provider_txn_id = COALESCE(m.provider_txn_id, t.txn_id),
            correlation_result = 'matched',
+           correlation_evidence = COALESCE(m.correlation_evidence, t.evidence),
            correlation_window_ms = CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
            final_status = COALESCE(t.applied_word, m.final_status),
            provider_cause = CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
@@ -35,11 +37,13 @@ moved AS (
      WHERE m.id = t.message_id
        AND m.created_at = t.message_created_at
        AND m.state = t.evidence_state
-       AND (m.state, m.state_reason, m.provider_message_id, m.provider_txn_id, m.correlation_result, m.correlation_window_ms,
+       AND (m.state, m.state_reason, m.provider_message_id, m.provider_txn_id, m.correlation_result,
+            m.correlation_evidence, m.correlation_window_ms,
             m.final_status, m.provider_cause, m.delivered_at, m.conflicting_final_status)
            IS DISTINCT FROM
            (t.new_state, COALESCE(t.receipt_reason, m.state_reason), COALESCE(m.provider_message_id, t.msg_id), COALESCE(m.provider_txn_id, t.txn_id),
             'matched'::msg.correlation_result,
+            COALESCE(m.correlation_evidence, t.evidence),
             CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
             COALESCE(t.applied_word, m.final_status),
             CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,

@@ -4,22 +4,48 @@
 -- sender, attempt time (submitted_at, else claimed_at) within the window
 -- around the provider's submit time (or its other reading inside a DST
 -- fall-back hour), both ends included (the expressions of
--- outbound_message_correlate_idx). Every candidate is kept: one msgId
--- with two rows, or one row with two msgIds, is ambiguous for all of them.
+-- outbound_message_correlate_idx).
+-- Two pieces of evidence then only choose among one receipt's candidates,
+-- never empty its list: the text's keyed fingerprint (same_text) and, where
+-- the row holds the OTP answer's createTime, whether the provider's submit
+-- time (either reading) is within 1 s of it (same_second); NULL where a
+-- side does not know. A candidate is dropped only when another candidate of
+-- the same receipt agrees where it contradicts, and contradicts nowhere it
+-- agrees. A lone candidate always stays: the provider may alter the text
+-- (a signature, line breaks, GSM-7 substitutions) or the key may have
+-- changed, and a dropped lone candidate would be proved never submitted and
+-- sent twice. Every candidate left is kept: one msgId with two rows, or one
+-- row with two msgIds, is ambiguous for all of them (two identical texts
+-- to one number stay so).
 -- Parameters: window (interval).
 -- Creates the temporary table reconcile_pairs_by_reconstruction.
 CREATE TEMPORARY TABLE reconcile_pairs_by_reconstruction ON COMMIT DROP AS
-SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at, 3::smallint AS pass
-  FROM reconcile_uncorrelated u
-  JOIN msg.outbound_message m
-    ON m.recipient = u.recipient
-   AND m.sender_id = u.sender_name
-   AND (COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.submit_at - %(window)s::interval
-                                                   AND u.submit_at + %(window)s::interval
-        OR COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.alt_submit_at - %(window)s::interval
-                                                      AND u.alt_submit_at + %(window)s::interval)
- WHERE m.provider_txn_id IS NULL
-   AND m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
-   AND m.provider_message_id IS NULL
-   AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
-   AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)
+WITH candidates AS (
+    SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at,
+           m.message_fingerprint = u.fingerprint AS same_text,
+           CASE WHEN m.provider_created_at IS NOT NULL
+                THEN COALESCE(abs(EXTRACT(EPOCH FROM u.submit_at - m.provider_created_at)) <= 1, false)
+                  OR COALESCE(abs(EXTRACT(EPOCH FROM u.alt_submit_at - m.provider_created_at)) <= 1, false)
+           END AS same_second
+      FROM reconcile_uncorrelated u
+      JOIN msg.outbound_message m
+        ON m.recipient = u.recipient
+       AND m.sender_id = u.sender_name
+       AND (COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.submit_at - %(window)s::interval
+                                                       AND u.submit_at + %(window)s::interval
+            OR COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.alt_submit_at - %(window)s::interval
+                                                          AND u.alt_submit_at + %(window)s::interval)
+     WHERE m.provider_txn_id IS NULL
+       AND m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
+       AND m.provider_message_id IS NULL
+       AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
+       AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)
+)
+SELECT c.msg_id, c.message_id, c.message_created_at, 3::smallint AS pass
+  FROM candidates c
+ WHERE NOT EXISTS (
+       SELECT 1
+         FROM candidates o
+        WHERE o.msg_id = c.msg_id
+          AND ((o.same_text AND c.same_text IS FALSE) OR (o.same_second AND c.same_second IS FALSE))
+          AND ((c.same_text AND o.same_text IS FALSE) OR (c.same_second AND o.same_second IS FALSE)) IS NOT TRUE)

@@ -4,7 +4,11 @@
 -- again on every run), reduced to one row: correlation works per msgId, not per
 -- event, so the ACCEPTD and the DELIVRD of one message count as one
 -- candidate. Transaction id, recipient and sender are the same on every
--- event of one msgId.
+-- event of one msgId, and so is the text: its fingerprint counts only when
+-- every known one agrees (a disagreement is no evidence). A waiting event
+-- stored before fingerprints has none, so the day's source rows of its
+-- msgId lend theirs: a reloaded day can still tell apart the rows an old
+-- receipt was ambiguous between.
 -- The submit time: getDlr's millisecond epoch when there is one (exact);
 -- otherwise the reading of a provider-local wall-clock time, which is a
 -- guess inside the repeated hour of a DST fall-back. For those, the other
@@ -13,22 +17,34 @@
 -- Parameters: time_zone (the provider's).
 -- Creates the temporary table reconcile_uncorrelated (dropped at commit).
 CREATE TEMPORARY TABLE reconcile_uncorrelated ON COMMIT DROP AS
-WITH per_id AS (
+WITH waiting AS (
+    SELECT provider_message_id, provider_txn_id, recipient, sender_name, provider_submit_at, source,
+           message_fingerprint
+      FROM dlr.delivery_receipts
+     WHERE message_id IS NULL
+),
+per_id AS (
     SELECT provider_message_id AS msg_id,
            min(provider_txn_id) AS txn_id,
            min(recipient) AS recipient,
            min(sender_name) AS sender_name,
            COALESCE(min(provider_submit_at) FILTER (WHERE source = 'getdlr'), min(provider_submit_at)) AS submit_at,
-           bool_or(source = 'getdlr') AS exact_submit
-      FROM (SELECT provider_message_id, provider_txn_id, recipient, sender_name, provider_submit_at, source
-              FROM dlr.delivery_receipts
-             WHERE message_id IS NULL
+           bool_or(source = 'getdlr') AS exact_submit,
+           CASE WHEN count(DISTINCT message_fingerprint) = 1  -- (min() has no bytea form before Postgres 17)
+                THEN (array_agg(message_fingerprint) FILTER (WHERE message_fingerprint IS NOT NULL))[1] END AS fingerprint
+      FROM (SELECT * FROM waiting
             UNION ALL
-            SELECT msg_id, txn_id, recipient, sender_name, provider_submit_at, source
-              FROM reconcile_new_events) AS events
+            SELECT msg_id, txn_id, recipient, sender_name, provider_submit_at, source, message_fingerprint
+              FROM reconcile_new_events
+            UNION ALL
+            -- the fingerprint alone (every other column NULL: no aggregate above changes)
+            SELECT msg_id, NULL, NULL, NULL, NULL, NULL, message_fingerprint
+              FROM reconcile_source_rows
+             WHERE message_fingerprint IS NOT NULL
+               AND msg_id IN (SELECT provider_message_id FROM waiting)) AS events
      GROUP BY provider_message_id
 )
-SELECT msg_id, txn_id, recipient, sender_name, submit_at,
+SELECT msg_id, txn_id, recipient, sender_name, submit_at, fingerprint,
        CASE WHEN exact_submit THEN NULL
             WHEN (submit_at - interval '1 hour') AT TIME ZONE %(time_zone)s = submit_at AT TIME ZONE %(time_zone)s
                 THEN submit_at - interval '1 hour'

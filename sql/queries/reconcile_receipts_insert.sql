@@ -9,7 +9,7 @@ WITH stored AS (
     INSERT INTO dlr.delivery_receipts (
         receipt_id, provider_message_id, status_word, raw_status, outcome, provider_txn_id, recipient, sender_name,
         cause, error_code, units, provider_submit_at, submit_month, provider_done_at, source, first_seen_at,
-        message_id, message_created_at, correlation_result, correlated_at, disposition)
+        message_id, message_created_at, correlation_result, correlated_at, disposition, message_fingerprint)
     OVERRIDING SYSTEM VALUE
     SELECT n.receipt_id, n.msg_id, n.status_word, n.raw_status, n.outcome, n.txn_id, n.recipient, n.sender_name,
            n.cause, n.error_code, n.units, n.provider_submit_at, n.submit_month, n.provider_done_at, n.source,
@@ -17,7 +17,8 @@ WITH stored AS (
            x.message_id, x.message_created_at,
            CASE WHEN x.receipt_id IS NOT NULL THEN 'matched'::msg.correlation_result ELSE u.result END,
            %(now)s::timestamptz,
-           x.disposition
+           x.disposition,
+           n.message_fingerprint
       FROM reconcile_new_events n
       LEFT JOIN reconcile_event_dispositions x ON x.receipt_id = n.receipt_id AND NOT x.stored
       LEFT JOIN reconcile_unmatched u ON u.msg_id = n.msg_id

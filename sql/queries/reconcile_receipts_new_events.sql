@@ -15,7 +15,7 @@ SELECT nextval((SELECT pg_get_serial_sequence('dlr.delivery_receipts', 'receipt_
   FROM (SELECT DISTINCT ON (msg_id, status_word, submit_month)
                msg_id, status_word, dlr.submit_month(provider_submit_at) AS submit_month,
                raw_status, outcome, txn_id, recipient, sender_name, cause, error_code, units,
-               provider_submit_at, provider_done_at, source
+               provider_submit_at, provider_done_at, source, message_fingerprint
           FROM reconcile_source_rows
          WHERE msg_id IS NOT NULL AND provider_submit_at IS NOT NULL
          ORDER BY msg_id, status_word, submit_month, source_rank) AS e

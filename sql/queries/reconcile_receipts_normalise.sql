@@ -3,21 +3,23 @@
 -- word through the dlr.status_* tables (the mirror of core.statuses; a
 -- word outside them is kept as "unmapped", never refused), units only when
 -- they are a number. source_rank orders the sources when the same event
--- arrives from several: the day report's row is the one kept.
+-- arrives from several: the day report's row is the one kept. The text's
+-- keyed fingerprint comes with the day report and getDlr rows (the
+-- by-transaction report has no text).
 -- Parameters: report_date.
 -- Creates the temporary table reconcile_source_rows (dropped at commit).
 CREATE TEMPORARY TABLE reconcile_source_rows ON COMMIT DROP AS
 WITH raw AS (
     SELECT 'day_report' AS source, 1 AS source_rank, msg_id, transaction_id, mobile, sender_name, status, cause,
-           error_code, units, provider_submit_at, provider_done_at
+           error_code, units, provider_submit_at, provider_done_at, message_fingerprint
       FROM dlr.day_report_rows WHERE report_date = %(report_date)s
     UNION ALL
     SELECT 'txn_report', 2, msg_id, transaction_id, mobile, sender_name, status, cause, NULL,
-           NULL, provider_submit_at, provider_done_at
+           NULL, provider_submit_at, provider_done_at, NULL::bytea
       FROM dlr.txn_report_rows WHERE report_date = %(report_date)s
     UNION ALL
     SELECT 'getdlr', 3, msg_id, transaction_id, mobile, sender_name, status, cause, error_code,
-           NULL, provider_submit_at, provider_done_at
+           NULL, provider_submit_at, provider_done_at, message_fingerprint
       FROM dlr.getdlr_rows WHERE report_date = %(report_date)s
 )
 SELECT r.source, r.source_rank,
@@ -32,7 +34,8 @@ SELECT r.source, r.source_rank,
        NULLIF(btrim(r.error_code), '') AS error_code,
        CASE WHEN btrim(r.units) ~ '^[0-9]{1,4}$' THEN btrim(r.units)::smallint END AS units,
        r.provider_submit_at,
-       r.provider_done_at
+       r.provider_done_at,
+       r.message_fingerprint
   FROM raw r
  CROSS JOIN LATERAL (SELECT dlr.clean_status_word(r.status) AS cleaned) w
   LEFT JOIN dlr.status_aliases a ON a.alias = w.cleaned

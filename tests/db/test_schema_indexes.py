@@ -117,7 +117,8 @@ def _correlation_inputs(db: psycopg.Connection) -> None:
         """CREATE TEMPORARY TABLE reconcile_uncorrelated AS
            SELECT 'msg-' || g AS msg_id, NULL::text AS txn_id,
                   '9198' || lpad((g * 97 %% 50000)::text, 8, '0') AS recipient, 'OTPSMS'::text AS sender_name,
-                  %(at)s::timestamptz - g * interval '1 minute' AS submit_at, NULL::timestamptz AS alt_submit_at
+                  %(at)s::timestamptz - g * interval '1 minute' AS submit_at, NULL::timestamptz AS alt_submit_at,
+                  NULL::bytea AS fingerprint
              FROM generate_series(1, 300) AS g""",
         {"at": NOW - timedelta(days=1)},
     )

@@ -99,8 +99,8 @@ def test_a_day_report_load_is_replaced_by_truncate_and_copy_in_one_transaction(d
     (partition,) = db.execute("SELECT dlr.ensure_day_report_partition(%s)", (day,)).fetchone()
     assert partition == "dlr.day_report_rows_20261128"
     assert db.execute("SELECT dlr.ensure_day_report_partition(%s)", (day,)).fetchone() == (partition,)
-    columns = "report_date, line_no, msg_id, transaction_id, mobile, status, message_sha256, units"
-    digest = "ab" * 32
+    columns = "report_date, line_no, msg_id, transaction_id, mobile, status, message_fingerprint, units"
+    digest = b"\xab" * 32
 
     def load(rows):
         with db.transaction():
@@ -114,9 +114,10 @@ def test_a_day_report_load_is_replaced_by_truncate_and_copy_in_one_transaction(d
     rows = db.execute("SELECT line_no, status FROM dlr.day_report_rows ORDER BY line_no").fetchall()
     assert rows == [(1, "DELIVRD"), (2, "DELIVRD")]
     # The raw load keeps the provider's "0" as evidence; only the message text is never kept.
-    with pytest.raises(errors.CheckViolation, match="message_sha256"):
+    with pytest.raises(errors.CheckViolation, match="message_fingerprint"):
         db.execute(
-            "INSERT INTO dlr.day_report_rows (report_date, line_no, message_sha256) VALUES (%s, 9, 'Your OTP is 123456')",
+            "INSERT INTO dlr.day_report_rows (report_date, line_no, message_fingerprint) "
+            "VALUES (%s, 9, convert_to('Your OTP is 123456', 'UTF8'))",
             (day,),
         )
     assert db.execute("SELECT dlr.drop_day_report_partitions_before(%s)", (day,)).fetchone() == (0,)

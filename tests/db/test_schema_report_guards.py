@@ -66,7 +66,7 @@ def test_a_day_report_checkpoint_never_shrinks_unless_the_transaction_allows_it(
 def test_the_load_path_s_upsert_is_guarded_too(db):
     _checkpoint(db, "day", 10)
     save = {"report_kind": "day", "report_date": DAY, "checksum": "c2", "rows": 3, "bytes": 10, "fetched_at": AT,
-            "loaded_at": AT}
+            "loaded_at": AT, "fingerprint_key_id": None}
     with pytest.raises(errors.CheckViolation, match="day report 2026-11-28: 3 rows would replace the 10 stored"):
         queries.run(db, "ingest_report_checkpoint_save", **save)
     with db.transaction():

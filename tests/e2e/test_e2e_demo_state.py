@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from pydantic import SecretStr
 
+from tests.support.environment import TEXT_HMAC_KEY
 from sms_pipeline.cli.dev_cmd import simulator_command
 from sms_pipeline.db import connection
 from sms_pipeline.demo.run import simulator_state_file
@@ -29,6 +30,7 @@ def demo_env(db_url: str, pg_admin_url: str, tmp_path: Path):
     dagster_db = f"dagster_{uuid.uuid4().hex[:10]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SMS_PIPELINE_", "SMS_PROVIDER_", "DAGSTER_"))}
     env.update(SMS_PIPELINE_HOME=str(tmp_path / "home"), SMS_PIPELINE_DATABASE_URL=db_url,
+               SMS_PIPELINE_TEXT_HMAC_KEY=TEXT_HMAC_KEY,
                SMS_PIPELINE_DAGSTER_DATABASE=dagster_db)
     yield env
     with connection.connect_url(pg_admin_url, autocommit=True) as admin:

@@ -22,6 +22,7 @@ import httpx
 import psycopg
 import pytest
 
+from tests.support.environment import TEXT_HMAC_KEY
 from sms_pipeline.db import connection
 from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
 
@@ -49,6 +50,7 @@ def env(db_url: str, pg_admin_url: str, tmp_path: Path):
     dagster_db = f"dagster_{uuid.uuid4().hex[:10]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SMS_PIPELINE_", "SMS_PROVIDER_", "DAGSTER_"))}
     env.update(SMS_PIPELINE_HOME=str(tmp_path / "home"), SMS_PIPELINE_DATABASE_URL=db_url,
+               SMS_PIPELINE_TEXT_HMAC_KEY=TEXT_HMAC_KEY,
                SMS_PIPELINE_DAGSTER_DATABASE=dagster_db)
     try:
         yield env

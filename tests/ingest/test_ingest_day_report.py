@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import signal
 import subprocess
 import sys
@@ -13,6 +12,9 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 import pytest
+from pydantic import SecretStr
+from sms_pipeline.core.fingerprint import text_fingerprint
+from tests.support.worker import TEXT_KEY
 from tests.support.ingest import DAY_REPORT, TRANSACTION_REPORTS, insert_outbound, materialize, mobiles, send
 from tests.support.rows import content, snapshot
 from tests.support.runs import materializations
@@ -26,7 +28,7 @@ CHECKPOINTS = "dlr.report_checkpoints"
 
 def _loaded(db, day) -> dict[str, tuple]:
     rows = db.execute(
-        "SELECT msg_id, transaction_id, mobile, status, provider_submit_at, message_sha256 "
+        "SELECT msg_id, transaction_id, mobile, status, provider_submit_at, message_fingerprint "
         "FROM dlr.day_report_rows WHERE report_date = %s", (day,)
     ).fetchall()
     return {r[0]: r for r in rows}
@@ -47,7 +49,7 @@ def test_one_day_loads_every_message_of_the_day_once(app_settings, clock, sim, c
     for msg_id, (_, txn, mobile, status, submit_at, digest) in loaded.items():
         assert (txn, mobile) == (ledger[msg_id].transaction_id, ledger[msg_id].mobile)
         assert submit_at == ledger[msg_id].submitted_at.replace(microsecond=0)
-        assert digest == hashlib.sha256(text.encode()).hexdigest()  # the text itself is nowhere
+        assert digest == text_fingerprint(TEXT_KEY, text)  # the text itself is nowhere
     assert {first.transaction_id, second.transaction_id} == {r[1] for r in loaded.values()}
 
     checksum, rows, size, loaded_at = db.execute(
@@ -205,3 +207,27 @@ def _run_cli(env: dict[str, str], tmp_path: Path, first, last, *, kill_after_day
         child.send_signal(signal.SIGKILL)
     out, err = child.communicate(timeout=180)
     return subprocess.CompletedProcess(command, child.returncode, out, err)
+
+
+def test_a_day_loaded_before_fingerprints_or_under_another_key_is_reloaded_once(app_settings, clock, client, db):
+    text = "Your order has shipped"
+    day = local_date(clock.now(), app_settings.provider_timezone)
+    send(client, mobiles(3), text)
+    clock.advance(timedelta(days=1))
+
+    def load(settings) -> tuple[bool, set]:
+        meta = materializations(materialize(settings, clock, [DAY_REPORT], day), DAY_REPORT)[day.isoformat()]
+        stored = db.execute("SELECT DISTINCT message_fingerprint FROM dlr.day_report_rows").fetchall()
+        return meta["unchanged"], {row[0] for row in stored}
+
+    assert load(app_settings) == (False, {text_fingerprint(TEXT_KEY, text)})
+    # As the upgrade leaves a day loaded before fingerprints: no key id, no fingerprints (the old digests dropped).
+    db.execute("UPDATE dlr.report_checkpoints SET fingerprint_key_id = NULL")
+    db.execute("UPDATE dlr.day_report_rows SET message_fingerprint = NULL")
+    assert load(app_settings) == (False, {text_fingerprint(TEXT_KEY, text)})  # reloaded once
+    assert load(app_settings) == (True, {text_fingerprint(TEXT_KEY, text)})  # then the no-op holds
+
+    other_key = "another-text-key-0123456789abcdef"
+    rekeyed = app_settings.model_copy(update={"text_hmac_key": SecretStr(other_key)})
+    assert load(rekeyed) == (False, {text_fingerprint(other_key.encode(), text)})
+    assert load(rekeyed) == (True, {text_fingerprint(other_key.encode(), text)})

@@ -7,7 +7,6 @@ assets (or, for hand-made files, the loader itself).
 
 from __future__ import annotations
 
-import hashlib
 import http.server
 import io
 import threading
@@ -18,6 +17,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import SecretStr
 import pytest
+from sms_pipeline.core.fingerprint import text_fingerprint
+from tests.support.worker import TEXT_KEY
 from tests.support.ingest import DAY_REPORT, TRANSACTION_REPORTS, insert_outbound, materialize, mobiles, send
 from tests.support.rows import snapshot
 from tests.support.runs import materializations
@@ -156,8 +157,8 @@ def test_case_17_quoted_text_with_commas_quotes_and_line_breaks_round_trips(app_
 
     materialize(app_settings, clock, [DAY_REPORT], day)
 
-    digests = db.execute("SELECT DISTINCT message_sha256, count(*) OVER () FROM dlr.day_report_rows").fetchall()
-    assert digests == [(hashlib.sha256(text.encode()).hexdigest(), 5)]
+    digests = db.execute("SELECT DISTINCT message_fingerprint, count(*) OVER () FROM dlr.day_report_rows").fetchall()
+    assert digests == [(text_fingerprint(TEXT_KEY, text), 5)]
 
 
 def test_case_17_extra_columns_are_ignored_and_a_missing_one_fails_cleanly(file_provider, db):
@@ -169,7 +170,7 @@ def test_case_17_extra_columns_are_ignored_and_a_missing_one_fails_cleanly(file_
            "2026-03-05 10:00:00", "2026-03-05 10:00:07", "DELIVRD", "Delivered", "000", "1"]
     files["day"] = _zip(day, [",".join(HEADER + ["Operator"]), ",".join(row + ["Jio"]), ",".join(row + ["Vi", "x"])])
     with ProviderClient(base_url, "demo", SecretStr("demo"), None, tz, max_retries=0) as provider:
-        loaded = load_day_report(db, provider, day, tz, clock)
+        loaded = load_day_report(db, provider, day, tz, clock, text_key=TEXT_KEY)
         assert (loaded.rows, loaded.ignored_columns) == (2, ("Operator",))
         assert db.execute("SELECT DISTINCT msg_id, transaction_id, units FROM dlr.day_report_rows").fetchall() == [
             ("18446744073709551615", "0630558331823681037", "1")]  # ids above 2**63, leading zero: as text
@@ -177,7 +178,7 @@ def test_case_17_extra_columns_are_ignored_and_a_missing_one_fails_cleanly(file_
 
         files["day"] = _zip(day, [",".join(HEADER[:-1]), ",".join(row[:-1])])  # no Units column
         with pytest.raises(DayReportError, match=r"2026-03-05.*missing required column.*Units"):
-            load_day_report(db, provider, day, tz, clock)
+            load_day_report(db, provider, day, tz, clock, text_key=TEXT_KEY)
     assert _snapshots(db) == before
 
 
@@ -192,7 +193,7 @@ def test_case_17_a_row_the_database_refuses_rolls_the_whole_day_back(file_provid
     files["day"] = _zip(day, [",".join(HEADER), ",".join(good), ",".join(bad)])
     with ProviderClient(base_url, "demo", SecretStr("demo"), None, tz, max_retries=0) as provider:
         with pytest.raises(DayLoadError, match=r"day report 2026-03-05: load failed and was rolled back") as failed:
-            load_day_report(db, provider, day, tz, clock)
+            load_day_report(db, provider, day, tz, clock, text_key=TEXT_KEY)
     assert "919812345678" not in str(failed.value)  # the row is not quoted back
     assert db.execute("SELECT count(*) FROM dlr.day_report_rows").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM dlr.report_checkpoints").fetchone() == (0,)

@@ -27,6 +27,12 @@ LAST_SECOND_OF_D_1 = datetime(2026, 4, 13, 18, 29, 59, tzinfo=UTC)  # 23:59:59 l
 PRICED = {"billable_units": 1, "cost": Decimal("0.0079"), "cost_currency": "INR"}  # one unit at 0.0079 INR
 
 
+def _cost_of(db_url: str, sender_id: str) -> list[tuple]:
+    return [tuple(r.values()) for r in rows_as_dicts(
+        db_url, "SELECT day, currency, messages_submitted, cost, unknown_messages, unknown_units, unknown_cost_at_risk"
+                " FROM marts.cost_daily WHERE sender_id = %s ORDER BY day", (sender_id,))]
+
+
 def _by_class(db_url: str, day: date) -> list[dict]:
     return rows_as_dicts(db_url, "SELECT sender_id, submitted, delivered, still_pending, unknown "
                                  "FROM marts.delivery_by_class_daily WHERE day = %s ORDER BY sender_id", (day,))
@@ -44,6 +50,8 @@ def test_daily_runs_rebuild_identically_and_the_lookback_catches_late_changes(se
         # claimed in the last second of D-1, outcome unknown, alone under its sender
         [(moved_id, moved_created)] = insert_messages(conn, state="unknown", sender_id="LATEBD",
                                                       created_at=LAST_SECOND_OF_D_1, claimed_at=LAST_SECOND_OF_D_1)
+        conn.execute("INSERT INTO msg.rate_card (tenant_id, channel, message_class, unit_price, currency, valid_from)"
+                     " VALUES ('acme', 'sms', 'transactional', 0.0079, 'INR', '2026-04-01')")
     marts = Marts(settings)
     marts.build_views()
 
@@ -54,6 +62,9 @@ def test_daily_runs_rebuild_identically_and_the_lookback_catches_late_changes(se
     assert _by_class(db_url, D - timedelta(days=2)) == [
         {"sender_id": "LATEDL", "submitted": 1, "delivered": 0, "still_pending": 1, "unknown": 0}]
     assert {r["sender_id"]: r["unknown"] for r in _by_class(db_url, D - timedelta(days=1))}["LATEBD"] == 1
+    # while unknown, its possible cost counts on its attempt's day, priced by the rate card
+    assert _cost_of(db_url, "LATEBD") == [
+        (D - timedelta(days=1), "INR", 0, Decimal("0.0000"), 1, 1, Decimal("0.0079"))]
     marts.build_day(D - timedelta(days=1))
     assert mart_rows(db_url) == first
 
@@ -74,6 +85,8 @@ def test_daily_runs_rebuild_identically_and_the_lookback_catches_late_changes(se
     assert "LATEBD" not in {r["sender_id"] for r in _by_class(db_url, D - timedelta(days=1))}
     assert _by_class(db_url, D) == [
         {"sender_id": "LATEBD", "submitted": 1, "delivered": 0, "still_pending": 1, "unknown": 0}]
+    # settled: billed on D, no longer at risk anywhere
+    assert _cost_of(db_url, "LATEBD") == [(D, "INR", 1, Decimal("0.0079"), 0, 0, Decimal("0.0000"))]
     assert rows_as_dicts(db_url, "SELECT delivered, max_seconds FROM marts.delivery_latency_daily WHERE day = %s",
                          (D - timedelta(days=2),)) == [{"delivered": 1, "max_seconds": Decimal("42.000000")}]
     assert [r["unknown_rows_open"] for r in rows_as_dicts(

@@ -8,12 +8,14 @@ them; the marts are built by the real Dagster assets running real dbt.
 acme, sms, transactional, ACMETX, GSM-7, 1 segment, 0.0079 INR:
     950 delivered (latencies 1..950 s), 30 failed, 20 expired -> 1000 billed,
     cost 1000 x 0.0079 = 7.9000, cost of failed (50) = 0.3950;
-    2 unknown, 1 failed/not_submitted, 1 pending (never claimed).
+    2 unknown (at risk: 2 units x 0.0079, the rate card's price from March),
+    1 failed/not_submitted, 1 pending (never claimed).
 globex, sms, transactional, ACMETX, 0.0100 USD: 1 delivered after 60 s.
 acme, sms, otp, ACMEOT, UCS-2, 3 segments, 0.0123 INR per unit (0.0369 per message):
     8 delivered (1..8 s), 1 still pending, 1 failed; 2 rejected (no cost).
 acme, sms, promotional, ACMEPR, 2 segments: 3 priced at 0.0042 per unit
-    (0.0084 each, delivered after 10/20/30 s) and 5 unpriced, still pending.
+    (0.0084 each, delivered after 10/20/30 s) and 5 unpriced, still pending
+    (their cost is NULL, never 0).
 acme, whatsapp, transactional, ACMETX, 0.0300 INR: 1 still pending.
 acme, sms, transactional, ACMEBD, 0.0079 INR: one submitted at 23:59:59.999999
     local (day D), one created in February and submitted on D; one at 00:00:00
@@ -89,6 +91,9 @@ def _insert_scenario(conn: psycopg.Connection) -> dict[str, list[tuple]]:
                     claimed_at=IST_10_00, submitted_at=IST_10_00, **boundary)
 
     insert_messages(conn, 1, state="submitted", **billed(IST_10_00 - timedelta(days=4), **tx))
+    # what prices the unknown rows' exposure (the billed rows above carry their cost already)
+    conn.execute("INSERT INTO msg.rate_card (tenant_id, channel, message_class, unit_price, currency, valid_from)"
+                 " VALUES ('acme', 'sms', 'transactional', %s, 'INR', '2026-03-01')", (INR_TX,))
     return rows
 
 
@@ -166,23 +171,26 @@ def _table(db_url: str, name: str, order: str) -> list[dict]:
     return rows_as_dicts(db_url, f"SELECT * FROM marts.{name} ORDER BY {order}")
 
 
-def _d(text: str) -> Decimal:
-    return Decimal(text)
+def _d(text: str | None) -> Decimal | None:
+    return None if text is None else Decimal(text)
 
 
 D_4 = D - timedelta(days=4)
 
 EXPECTED_COST = [
-    # day, tenant, channel, class, sender, currency, submitted, units, cost, rejected, unpriced, cost_of_failed
-    (D_4, "acme", "sms", "transactional", "ACMETX", "INR", 1, 1, "0.0079", 0, 0, "0.0000"),
-    (D, "acme", "sms", "otp", "ACMEOT", "INR", 10, 30, "0.3690", 0, 0, "0.0369"),
-    (D, "acme", "sms", "otp", "ACMEOT", None, 0, 0, "0.0000", 2, 0, "0.0000"),
-    (D, "acme", "sms", "promotional", "ACMEPR", "INR", 3, 6, "0.0252", 0, 0, "0.0000"),
-    (D, "acme", "sms", "promotional", "ACMEPR", None, 5, 10, "0.0000", 0, 10, "0.0000"),
-    (D, "acme", "sms", "transactional", "ACMEBD", "INR", 2, 2, "0.0158", 0, 0, "0.0000"),
-    (D, "acme", "sms", "transactional", "ACMETX", "INR", 1000, 1000, "7.9000", 0, 0, "0.3950"),
-    (D, "acme", "whatsapp", "transactional", "ACMETX", "INR", 1, 1, "0.0300", 0, 0, "0.0000"),
-    (D, "globex", "sms", "transactional", "ACMETX", "USD", 1, 1, "0.0100", 0, 0, "0.0000"),
+    # day, tenant, channel, class, sender, currency, submitted, units, cost, rejected, unpriced, cost_of_failed,
+    # unknown messages, unknown units, unknown cost at risk
+    (D_4, "acme", "sms", "transactional", "ACMETX", "INR", 1, 1, "0.0079", 0, 0, "0.0000", 0, 0, "0.0000"),
+    (D, "acme", "sms", "otp", "ACMEOT", "INR", 10, 30, "0.3690", 0, 0, "0.0369", 0, 0, "0.0000"),
+    # rejected only: nothing billed is a known 0
+    (D, "acme", "sms", "otp", "ACMEOT", None, 0, 0, "0.0000", 2, 0, "0.0000", 0, 0, "0.0000"),
+    (D, "acme", "sms", "promotional", "ACMEPR", "INR", 3, 6, "0.0252", 0, 0, "0.0000", 0, 0, "0.0000"),
+    # unpriced: the cost is unknown (NULL), never 0; none of them failed, so that cost is a known 0
+    (D, "acme", "sms", "promotional", "ACMEPR", None, 5, 10, None, 0, 10, "0.0000", 0, 0, "0.0000"),
+    (D, "acme", "sms", "transactional", "ACMEBD", "INR", 2, 2, "0.0158", 0, 0, "0.0000", 0, 0, "0.0000"),
+    (D, "acme", "sms", "transactional", "ACMETX", "INR", 1000, 1000, "7.9000", 0, 0, "0.3950", 2, 2, "0.0158"),
+    (D, "acme", "whatsapp", "transactional", "ACMETX", "INR", 1, 1, "0.0300", 0, 0, "0.0000", 0, 0, "0.0000"),
+    (D, "globex", "sms", "transactional", "ACMETX", "USD", 1, 1, "0.0100", 0, 0, "0.0000", 0, 0, "0.0000"),
 ]
 
 EXPECTED_LATENCY = [
@@ -214,13 +222,14 @@ EXPECTED_RECONCILIATION = {
 }
 
 EXPECTED_TIEOUT = [
-    # day, sender, ours, provider, difference, status
-    (D_4, "ACMETX", 1, None, None, "not_fetched"),
-    (D - timedelta(days=2), "OTHER", 0, 5, 5, "mismatch"),
-    (D, "ACMEBD", 2, 2, 0, "match"),
-    (D, "ACMEOT", 30, 30, 0, "match"),
-    (D, "ACMEPR", 16, 16, 0, "match"),
-    (D, "ACMETX", 1001, 1001, 0, "match"),
+    # day, sender, ours, provider, difference, status: this scenario loads summaries but no day report,
+    # so no day can be itemised (test_marts_tieout_buckets has the buckets)
+    (D_4, "ACMETX", 1, None, None, "day_report_not_loaded"),  # and no summary either
+    (D - timedelta(days=2), "OTHER", 0, 5, 5, "day_report_not_loaded"),
+    (D, "ACMEBD", 2, 2, 0, "day_report_not_loaded"),
+    (D, "ACMEOT", 30, 30, 0, "day_report_not_loaded"),
+    (D, "ACMEPR", 16, 16, 0, "day_report_not_loaded"),
+    (D, "ACMETX", 1001, 1001, 0, "day_report_not_loaded"),
 ]
 
 
@@ -228,8 +237,8 @@ def test_cost_daily_every_cell(scenario, marts_db_url):
     rows = _table(marts_db_url, "cost_daily", "day, tenant_id, channel, message_class, sender_id, currency NULLS LAST")
     got = [(r["day"], r["tenant_id"], r["channel"], r["message_class"], r["sender_id"], r["currency"],
             r["messages_submitted"], r["billable_units"], r["cost"], r["rejected_messages"], r["unpriced_units"],
-            r["cost_of_failed"]) for r in rows]
-    expected = [(*e[:8], _d(e[8]), e[9], e[10], _d(e[11])) for e in EXPECTED_COST]
+            r["cost_of_failed"], r["unknown_messages"], r["unknown_units"], r["unknown_cost_at_risk"]) for r in rows]
+    expected = [(*e[:8], _d(e[8]), e[9], e[10], _d(e[11]), e[12], e[13], _d(e[14])) for e in EXPECTED_COST]
     assert got == expected
     # exact decimals, scale and all: 1000 x 0.0079 is 7.9000, not 7.9 or 7.900000001
     tx = next(r for r in rows if r["sender_id"] == "ACMETX" and r["day"] == D and r["tenant_id"] == "acme"
@@ -267,7 +276,7 @@ def test_provider_tieout_daily_and_its_check(scenario, marts_db_url):
            for r in rows]
     assert got == EXPECTED_TIEOUT
     checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
-    # the provider-only sender on D-2 disagrees by 5 units: the check fails (as a warning)
+    # days that cannot be compared do not tie out: a warning that names them, not an error
     assert checks["provider_tieout_difference_is_zero"].passed is False
     assert checks["provider_tieout_difference_is_zero"].severity.value == "WARN"
     failed = {name for name, c in checks.items() if not c.passed}
@@ -282,11 +291,14 @@ def test_cost_asset_metadata_shows_the_days_totals(scenario):
     records = [r.data for r in table.records]
     assert records == [
         {"day": "2026-03-10", "currency": "(unpriced)", "messages_submitted": 5, "billable_units": 10,
-         "cost": "0.0000", "rejected_messages": 2, "unpriced_units": 10, "cost_of_failed": "0.0000"},
+         "cost": "unpriced", "rejected_messages": 2, "unpriced_units": 10, "cost_of_failed": "0.0000",
+         "unknown_messages": 0, "unknown_units": 0, "unknown_cost_at_risk": "0.0000"},
         {"day": "2026-03-10", "currency": "INR", "messages_submitted": 1016, "billable_units": 1039,
-         "cost": "8.3400", "rejected_messages": 0, "unpriced_units": 0, "cost_of_failed": "0.4319"},
+         "cost": "8.3400", "rejected_messages": 0, "unpriced_units": 0, "cost_of_failed": "0.4319",
+         "unknown_messages": 2, "unknown_units": 2, "unknown_cost_at_risk": "0.0158"},
         {"day": "2026-03-10", "currency": "USD", "messages_submitted": 1, "billable_units": 1,
-         "cost": "0.0100", "rejected_messages": 0, "unpriced_units": 0, "cost_of_failed": "0.0000"},
+         "cost": "0.0100", "rejected_messages": 0, "unpriced_units": 0, "cost_of_failed": "0.0000",
+         "unknown_messages": 0, "unknown_units": 0, "unknown_cost_at_risk": "0.0000"},
     ]
 
 
@@ -325,13 +337,27 @@ def test_report_cost_csv_is_exact_and_filters_by_tenant(scenario, run):
     tx = next(r for r in rows if r["sender_id"] == "ACMETX" and r["channel"] == "sms")
     assert (tx["messages_submitted"], tx["billable_units"], tx["cost"], tx["cost_of_failed"]) == \
         ("1000", "1000", "7.9000", "0.3950")
-    assert sum(Decimal(r["cost"]) for r in rows) == Decimal("8.3400")
+    assert (tx["unknown_messages"], tx["unknown_units"], tx["unknown_cost_at_risk"]) == ("2", "2", "0.0158")
+    # the unpriced group on its own line, its cost an empty field (NULL), never 0.0000
+    [unpriced] = [r for r in rows if r["sender_id"] == "ACMEPR" and r["currency"] == ""]
+    assert (unpriced["messages_submitted"], unpriced["unpriced_units"], unpriced["cost"]) == ("5", "10", "")
+    assert sum(Decimal(r["cost"]) for r in rows if r["cost"]) == Decimal("8.3400")
 
 
 def test_report_cost_table_lists_rows_and_totals(scenario, run):
-    code, out, _ = run("report", "cost", "--from", "2026-03-01", "--to", "2026-03-31", COLUMNS="250")
+    code, out, _ = run("report", "cost", "--from", "2026-03-01", "--to", "2026-03-31")
     assert code == 0
     assert "7.9000" in out and "8.3479" in out  # ACMETX on D; INR total of the month (D-4's 0.0079 too)
+    lines = out.splitlines()
+    # piped (not a terminal): whole values at any width, nothing cut to "…"
+    assert "…" not in out and "transactional" in out and "unknown_cost_at_risk" in out
+    # the unpriced group's line and the unpriced total read "unpriced", never 0.0000
+    [unpriced] = [line for line in lines if "ACMEPR" in line and "INR" not in line]
+    assert unpriced.split("│")[9].strip() == "unpriced"
+    [total] = [line for line in lines if "total" in line and "(unpriced)" in line]
+    assert total.split("│")[9].strip() == "unpriced"
+    [inr_total] = [line for line in lines if "total" in line and "INR" in line]
+    assert [cell.strip() for cell in inr_total.split("│")[13:16]] == ["2", "2", "0.0158"]
     code, _, err = run("report", "cost", "--from", "2026-03-10", "--to", "2026-03-01")
     assert code == 2
     assert "before" in err
@@ -378,5 +404,9 @@ def test_each_mart_carries_its_column_types_and_lineage(scenario):
     assert deps["cost"] == {("int_messages__final_state", "cost"), ("int_messages__final_state", "is_billed")}
     assert deps["cost_of_failed"] == {("int_messages__final_state", name)
                                       for name in ("cost", "delivery_outcome", "is_billed")}
-    assert deps["sender_id"] == {("int_messages__final_state", "sender_id")}
+    # a group holds billed rows and the exposure of unknown rows
+    assert deps["sender_id"] == {("int_messages__final_state", "sender_id"),
+                                 ("int_messages__unknown_exposure", "sender_id")}
+    assert deps["unknown_cost_at_risk"] == {("int_messages__unknown_exposure", name)
+                                            for name in ("cost_at_risk", "message_id")}
     assert set(deps) == set(columns)

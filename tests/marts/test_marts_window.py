@@ -98,7 +98,7 @@ def test_summary_for_another_day_refused():
 
 def test_day_totals_metadata_keeps_amounts_exact():
     table = day_totals_metadata([DayTotal(date(2026, 3, 10), "INR", 1000, 1000, Decimal("7.9000"), 2, 0,
-                                          Decimal("0.3950"))])
+                                          Decimal("0.3950"), 0, 0, Decimal("0.0000"))])
     [record] = [r.data for r in table.records]
     assert record["cost"] == "7.9000" and record["cost_of_failed"] == "0.3950"
     assert not any(isinstance(v, float) for v in record.values())

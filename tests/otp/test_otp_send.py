@@ -12,8 +12,9 @@ import pytest
 from tests.support.provider import PROVIDER_ZONE, client_for
 from tests.support.numbers import digits
 from tests.support.otp import TEMPLATE, TEST_KEY, database_text, otp_request, sent_codes, verification_rows
-from tests.support.worker import enqueue, make_worker, price
+from tests.support.worker import TEXT_KEY, enqueue, make_worker, price
 
+from sms_pipeline.core.fingerprint import text_fingerprint
 from sms_pipeline.otp import codes
 from sms_pipeline.send.otp import OTP_CLAIM_LIMIT, OtpSent, OtpStrategy
 from sms_pipeline.otp.verify import VerifyResult, verify_otp
@@ -25,7 +26,8 @@ from sms_pipeline.send.outcomes import start_request
 
 def _rows(db) -> list[dict]:
     cursor = db.execute("""SELECT recipient, state::text, state_reason, provider_txn_id, provider_status_code,
-                                  body, segments, billable_units, cost, submitted_at, attempt_count
+                                  body, segments, billable_units, cost, submitted_at, attempt_count,
+                                  message_fingerprint, provider_created_at
                              FROM msg.outbound_message ORDER BY id""")
     names = [c.name for c in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -62,6 +64,10 @@ def test_each_otp_goes_out_alone_with_our_code_and_only_its_hmac_is_kept(db, db_
         assert row["body"] in (TEMPLATE, long_template)  # the template, never the code
         assert row["billable_units"] == row["segments"] == request.units  # counted on the rendered text
         assert row["cost"] == Decimal("0.1500") * request.units
+        # The text sent, fingerprinted in memory with its code; the answer's createTime kept beside it.
+        assert row["message_fingerprint"] == text_fingerprint(TEXT_KEY, row["body"].replace("$otp$",
+                                                                                            sent[row["recipient"]]))
+        assert abs(row["provider_created_at"] - row["submitted_at"]) < timedelta(seconds=1)
     assert [row["segments"] for row in rows] == [1, 1, 2]
     verifications = verification_rows(db)
     for v in verifications:
@@ -138,6 +144,9 @@ def test_an_ambiguous_send_leaves_the_row_unknown_and_its_code_verifiable(db, db
     assert len(billed) == (1 if fault == "accept_then_drop" else 0)
     if billed:  # the code reached the phone although we never heard back: it must work
         assert _verify(db, clock, digits(1), billed[0][1]) is VerifyResult.ok
+        # and its text's fingerprint is kept: reconstruction may be all that ever resolves the row
+        assert row["message_fingerprint"] == text_fingerprint(TEXT_KEY, TEMPLATE.replace("$otp$", billed[0][1]))
+    assert row["message_fingerprint"] is not None and row["provider_created_at"] is None
 
 
 def test_no_connection_releases_the_otp_and_the_next_attempt_makes_a_new_code(db, db_url, sim, client,

@@ -149,6 +149,7 @@ def test_case_7_receipt_before_the_response_was_stored(world):
     msg_id = world.msg_id_of(recipient)
     assert row["provider_message_id"] == msg_id
     assert row["correlation_result"] == "matched" and row["correlation_window_ms"] == 90_000
+    assert row["correlation_evidence"] == "reconstruction"  # the crashed row has no text fingerprint
     assert row["state"] == world.expected_state(msg_id, world.clock.now())
     assert row["billable_units"] == 1 and row["cost"] is not None
     assert world.conn.execute("SELECT count(*) FROM dlr.orphaned_receipts WHERE resolved_at IS NULL").fetchone() == (0,)
@@ -257,4 +258,5 @@ def test_a_receipt_known_only_from_a_transaction_report_is_matched_by_transactio
     world.run_daily(world.day, ingest=False)  # no day report: the by-transaction answer is all there is
     row = world.row(key)
     assert (row["provider_message_id"], row["state"], row["final_status"]) == (msg_id, "delivered", "DELIVRD")
+    assert row["correlation_evidence"] == "transaction"
     assert [(r["source"], r["provider_txn_id"]) for r in world.receipts(msg_id)] == [("txn_report", txn_id)]

@@ -15,16 +15,18 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from sms_pipeline import settings
+from sms_pipeline.core.fingerprint import text_fingerprint
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.errors import SettingsError
 from sms_pipeline.ops import messages as message_tools
 from sms_pipeline.orchestration.asset_keys import RECONCILIATION
 from sms_pipeline.orchestration.resources import PipelineResource
 from sms_pipeline.orchestration.schedules import daily_days
+from sms_pipeline.provider.results import SendAccepted
 from sms_pipeline.reconcile.resend import resend_after_proof
 from tests.support.numbers import numbers
 from tests.support.reconcile import SENDER, world_for
-from tests.support.worker import make_worker
+from tests.support.worker import TEXT_KEY, make_worker
 
 
 @pytest.fixture
@@ -52,6 +54,16 @@ def _unknown_otp(world, recipient):
     now = world.clock.now()
     return world._insert(recipient, "Your code is $otp$", SENDER, "otp", state="unknown",
                          state_reason="send_ambiguous", claimed_at=now)
+
+
+def _taken_with_another_text(world, recipient, stored_text):
+    """The provider took the message, the answer was lost (`unknown`, no transaction id), and the text it
+    reports is not the one we fingerprinted (a signature added, line breaks changed, or the key rotated)."""
+    outcome = world.client.send([recipient], "Your order has shipped", SENDER)
+    assert isinstance(outcome, SendAccepted), outcome
+    return world._insert(recipient, stored_text, SENDER, "transactional", state="unknown",
+                         state_reason="send_ambiguous", claimed_at=world.clock.now(),
+                         message_fingerprint=text_fingerprint(TEXT_KEY, stored_text))
 
 
 def _reconcile(world):
@@ -206,3 +218,32 @@ def test_otp_is_refused_as_a_class_to_resend():
     with pytest.raises(ValueError, match="late code"):
         resend_after_proof(None, day_start=None, day_end=None, now=None, classes=("otp",), max_age_h=72,
                            send_window=timedelta(hours=24))
+
+
+def test_a_lone_candidate_with_another_text_is_matched_never_proved_nor_resent(world):
+    (number,) = numbers(1)
+    key = _taken_with_another_text(world, number, "Your order has shipped. Reply STOP to opt out")
+    world.move_to(world.at(world.day + timedelta(days=2), 2, 30))  # late enough for a proof
+    assert _reconcile(world) == 0
+    row, msg_id = world.row(key), world.msg_id_of(number)
+    assert (row["correlation_result"], row["correlation_evidence"], row["provider_message_id"]) == (
+        "matched", "reconstruction", msg_id)
+    assert row["state"] == world.expected_state(msg_id, world.clock.now())  # the receipt's, not a proof's
+    assert row["state_reason"] != "not_submitted"
+    assert len(_chain(world, key)) == 1
+    assert _billed(world)[number] == 1
+
+
+def test_two_candidates_neither_with_the_reported_text_stay_ambiguous_and_unproved(world):
+    (number,) = numbers(1)
+    first = _taken_with_another_text(world, number, "Your order has shipped!")
+    world.move_to(world.clock.now() + timedelta(seconds=40))  # inside the window of the first
+    second = _taken_with_another_text(world, number, "Your order has shipped.")
+    world.move_to(world.at(world.day + timedelta(days=2), 2, 30))
+    assert _reconcile(world) == 0
+    for key in (first, second):
+        row = world.row(key)
+        assert (row["state"], row["correlation_result"], row["correlation_evidence"], row["provider_message_id"]) == (
+            "unknown", "ambiguous", None, None)
+        assert len(_chain(world, key)) == 1
+    assert _billed(world)[number] == 2

@@ -18,14 +18,18 @@ def provider_variables(base_url: str, timezone: str = "Asia/Kolkata", *, userid:
 # The test deployment's first day partition: fixed, so that importing the pipeline (here and in the
 # processes tests start) never reads it from a database (docs/design.md#first-partition-day).
 PARTITION_START = "2026-01-01"
+# The test deployment's text fingerprint key (required with SMS_PIPELINE_DATABASE_URL): the same in every
+# process a test starts, and what tests.support.worker's intake fingerprints with.
+TEXT_HMAC_KEY = "text-fingerprint-tests-key-0123456789abcdef"
 
 
 def app_environ(**overrides: str) -> dict[str, str]:
     """A copy of ``os.environ`` without the application's variables (``SMS_PIPELINE_*``, ``SMS_PROVIDER_*``),
-    plus the test deployment's ``SMS_PIPELINE_PARTITION_START`` and ``overrides``: what the developer's own
+    plus the test deployment's ``SMS_PIPELINE_PARTITION_START`` and ``SMS_PIPELINE_TEXT_HMAC_KEY`` and ``overrides``: what the developer's own
     shell sets never leaks into a test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(settings_module.PREFIXES)}
     env["SMS_PIPELINE_PARTITION_START"] = PARTITION_START
+    env["SMS_PIPELINE_TEXT_HMAC_KEY"] = TEXT_HMAC_KEY
     env.update(overrides)
     return env
 

@@ -31,12 +31,14 @@ from sms_pipeline.orchestration.asset_keys import HEALTH_CHECK_TARGETS
 from sms_pipeline.orchestration.schedules import partition_range_tags
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import SendAccepted
+from sms_pipeline.send.otp import OtpPolicy
 from sms_pipeline.simulator import generation
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
 from tests.support.environment import provider_variables, settings_for
 from tests.support.rows import ensure_partitions, insert_message, snapshot
 from tests.support.runs import resources_for
-from tests.support.worker import enqueue, make_worker
+from tests.support.otp import TEST_KEY as OTP_CODE_KEY
+from tests.support.worker import TEXT_KEY, enqueue, make_worker
 
 TENANT = "tenant-a"
 SENDER = "SGCSMS"
@@ -135,20 +137,33 @@ class World:
         assert isinstance(outcome, SendAccepted) and len(outcome.accepted) == 2, outcome
         return [self._submitted(recipient, text, SENDER, "transactional", outcome.transaction_id) for _ in range(2)]
 
-    def otp(self, recipient: str, template: str = "Your code is $otp$") -> tuple:
-        outcome = self.client.otp_generate(recipient, template, SENDER, "123456", code_expiry_s=300)
-        assert isinstance(outcome, SendAccepted), outcome
-        return self._submitted(recipient, template, SENDER, "otp", None)
+    def otp(self, recipient: str, template: str = "Your code is $otp$", *, fault: str | None = None) -> tuple:
+        """An OTP sent by the real worker: its own code, the text's fingerprint and the answer's createTime
+        kept on the row; ``fault``: a simulator fault for this request (the row then goes `unknown`)."""
+        record = {"tenant_id": TENANT, "event_type": "reconcile_otp", "event_id": uuid.uuid4().hex,
+                  "recipient": "+" + recipient, "body": template, "message_class": "otp", "channel": "sms",
+                  "sender_id": SENDER, "purpose": "login"}
+        (enqueued,) = enqueue(self.conn, [record], self.clock)
+        policy = OtpPolicy(6, "num", 300, 3, OTP_CODE_KEY, text_key=TEXT_KEY)
+        worker = make_worker(self.db_url, self.client, self.clock, policy, zone=self.tz.key,
+                             lease=timedelta(seconds=self.settings.claim_lease_s))
+        self.sim.faults.update({fault: 1.0} if fault else {})
+        try:
+            worker.run(once=True)
+        finally:
+            self.sim.faults.update({fault: 0.0} if fault else {})
+        return enqueued.message_id, enqueued.created_at
 
     # ----- the pipeline ------------------------------------------------------
 
     def resources(self) -> dict[str, Any]:
         return resources_for(self.settings, self.clock)
 
-    def run_daily(self, first: date, last: date | None = None, *, ingest: bool = True,
+    def run_daily(self, first: date, last: date | None = None, *, ingest: bool = True, reconcile: bool = True,
                   must_succeed: bool = True) -> dg.ExecuteInProcessResult:
-        """The daily job's work for days ``first..last`` as one run (ingest, receipts, reconciliation)."""
-        wanted = DAILY_ASSETS if ingest else DAILY_ASSETS[2:]
+        """The daily job's work for days ``first..last`` as one run (ingest, receipts, reconciliation);
+        ``reconcile=False``: the downloads alone."""
+        wanted = DAILY_ASSETS[0 if ingest else 2:4 if reconcile else 2]
         assets = [a for a in PIPELINE_ASSETS if any(k.to_user_string() in wanted for k in a.keys)]
         result = dg.materialize(
             assets,
@@ -222,8 +237,8 @@ class World:
         ).fetchone()[0]
         self.conn.execute(
             """INSERT INTO dlr.getdlr_rows (report_date, row_no, msg_id, transaction_id, mobile, sender_name,
-                   message_sha256, status, cause, error_code, provider_submit_at, provider_done_at)
-               VALUES (%s, %s, %s, %s, %s, %s, repeat('0', 64), %s, %s, '', %s, %s)""",
+                   message_fingerprint, status, cause, error_code, provider_submit_at, provider_done_at)
+               VALUES (%s, %s, %s, %s, %s, %s, NULL, %s, %s, '', %s, %s)""",
             (day, row_no, msg_id, txn_id, recipient, SENDER, status, cause, submit_at, done_at),
         )
 

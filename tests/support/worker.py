@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 from tests.support.numbers import written
+from tests.support.environment import TEXT_HMAC_KEY
 from tests.support.provider import PROVIDER_ZONE
 
 from sms_pipeline.core.clock import Clock
@@ -35,8 +36,12 @@ def request(n: int, **overrides: Any) -> dict[str, Any]:
     }
 
 
+TEXT_KEY = TEXT_HMAC_KEY.encode()
+INTAKE_POLICY = intake.IntakePolicy(text_key=TEXT_KEY)  # fingerprints like the test deployment's settings
+
+
 def enqueue(conn: psycopg.Connection, records: Sequence[dict[str, Any]], clock: Clock) -> list[intake.Enqueued]:
-    return intake.enqueue(conn, [intake.new_message(r) for r in records], clock=clock)
+    return intake.enqueue(conn, [intake.new_message(r) for r in records], clock=clock, policy=INTAKE_POLICY)
 
 
 ROW_COLUMNS = ("recipient", "state", "state_reason", "provider_txn_id", "provider_status_code", "claimed_at",

@@ -55,12 +55,21 @@ def test_secrets_never_show():
 
 def test_database_urls_keep_their_password_out_of_reprs_and_errors():
     s = settings.load({"SMS_PIPELINE_DATABASE_URL": "postgresql://u:pw123@db/app",
-                       "SMS_PIPELINE_TEST_DATABASE_URL": "postgresql://u:pw456@db/postgres"})
+                       "SMS_PIPELINE_TEST_DATABASE_URL": "postgresql://u:pw456@db/postgres",
+                       "SMS_PIPELINE_TEXT_HMAC_KEY": "a-shared-text-key-0123456789"})
     assert "pw123" not in repr(s) and "pw456" not in repr(s)
     assert s.database_url == "postgresql://u:pw123@db/app"
     with pytest.raises(SettingsError) as err:
         settings.load({"SMS_PIPELINE_DATABASE_URL": "postgresq://u:hunter2@db/app"})
     assert "hunter2" not in str(err.value) and "SMS_PIPELINE_DATABASE_URL" in str(err.value)
+
+
+def test_the_text_key_is_required_with_an_external_database_and_never_shown():
+    with pytest.raises(SettingsError, match="SMS_PIPELINE_TEXT_HMAC_KEY is required when SMS_PIPELINE_DATABASE_URL"):
+        settings.load({"SMS_PIPELINE_DATABASE_URL": "postgresql://u@db/app"})
+    assert settings.load({}).text_hmac_key is None  # the embedded database: a key kept in the home
+    s = settings.load({"SMS_PIPELINE_DATABASE_URL": "postgresql://u@db/app", "SMS_PIPELINE_TEXT_HMAC_KEY": "t3xtk3y"})
+    assert "t3xtk3y" not in repr(s) and s.text_hmac_key.get_secret_value() == "t3xtk3y"
 
 
 def test_other_variables_are_ignored():

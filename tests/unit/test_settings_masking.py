@@ -8,9 +8,10 @@ from sms_pipeline import cli, settings
 from sms_pipeline.core.redaction import mask_url_password
 from sms_pipeline.db import connection
 from sms_pipeline.errors import DatabaseUnavailable, SettingsError
-from tests.support.environment import app_environ
+from tests.support.environment import TEXT_HMAC_KEY, app_environ
 
 PASSWORD = "s3cr#t/pw"  # unencoded '#' and '/': the URL is malformed, its password still a secret
+TEXT_KEY = {"SMS_PIPELINE_TEXT_HMAC_KEY": TEXT_HMAC_KEY}  # required with SMS_PIPELINE_DATABASE_URL
 
 
 @pytest.mark.parametrize(("url", "shown"), [
@@ -52,7 +53,7 @@ def test_a_malformed_database_url_is_refused_with_its_password_masked(variable, 
 def test_multi_host_urls_and_unix_sockets_are_not_malformed():
     for url in ("postgresql://app:pw@h1:5432,h2:5433/sms?target_session_attrs=read-write",
                 "postgresql:///sms?host=/var/run/postgresql", "postgresql://[::1]:5432/sms"):
-        assert settings.load({"SMS_PIPELINE_DATABASE_URL": url}).database_url == url
+        assert settings.load({"SMS_PIPELINE_DATABASE_URL": url, **TEXT_KEY}).database_url == url
 
 
 def test_the_settings_command_and_the_cli_error_show_the_url_masked(monkeypatch, capsys, tmp_path):

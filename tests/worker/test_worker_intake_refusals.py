@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from tests.support.environment import provider_variables
-from tests.support.otp import otp_request
-from tests.support.worker import enqueue, ledger, make_worker, request, states
+from tests.support.otp import TEMPLATE, otp_request
+from tests.support.worker import TEXT_KEY, enqueue, ledger, make_worker, request, states
 
 from sms_pipeline import intake, rates
 from sms_pipeline.core.channels import SENDABLE_CHANNELS
+from sms_pipeline.core.fingerprint import text_fingerprint
 from sms_pipeline.core.input_lines import InvalidField
 from sms_pipeline.core.states import Channel
 from sms_pipeline.send.personalised import sms_strategies
@@ -193,6 +194,17 @@ def test_enqueue_takes_the_expiry_settings(run, db, tmp_path):
     assert code == 0
     assert db.execute("SELECT array_agg(extract(epoch FROM expires_at - created_at)::int ORDER BY id) "
                       "FROM msg.outbound_message").fetchone()[0] == [7200, 90]
+
+
+def test_enqueue_stores_each_fixed_bodys_text_fingerprint_and_none_for_an_otp(run, db, tmp_path):
+    bodies = ["Your order has shipped", "Your parcel is late", "Your order has shipped"]
+    lines = [json.dumps(request(n, body=body)) for n, body in enumerate(bodies)] + [json.dumps(otp_request(9))]
+    code, _, _ = run("enqueue", str(write_lines(tmp_path / "a.jsonl", lines)))
+
+    assert code == 0
+    rows = db.execute("SELECT body, message_fingerprint FROM msg.outbound_message ORDER BY id").fetchall()
+    # under the settings' key; an OTP's text exists only once its code is made, at send
+    assert rows == [(body, text_fingerprint(TEXT_KEY, body)) for body in bodies] + [(TEMPLATE, None)]
 
 
 def test_an_otp_enqueued_before_a_worker_outage_longer_than_its_expiry_expires_unsent(run, db, clock):

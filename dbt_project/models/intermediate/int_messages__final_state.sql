@@ -60,6 +60,7 @@ classified as (
         correlation_result,
         submitted_at,
         delivered_at,
+        segments,
         billable_units,
         cost,
         -- Billing happens at submission (docs/design.md#money): a row that reached
@@ -119,6 +120,7 @@ select
     case
         when delivery_outcome = 'delivered' and delivered_at is not null
             then extract(epoch from delivered_at - submitted_at)
-    end as latency_seconds
+    end as latency_seconds,
+    segments
 
 from final
