@@ -88,6 +88,14 @@ def _segment_limit(value: int) -> int:
     return value
 
 
+def _absolute_folder(path: Path) -> Path:
+    # Fixed when the settings are read: code that changes the process's working
+    # directory later (dagster-dbt's column-metadata threads run in the dbt
+    # project's folder) must not find another home, and start another embedded
+    # server there.
+    return path.expanduser().absolute()
+
+
 def _database_name(raw: str) -> str:
     if not raw.replace("_", "").isalnum() or not raw[0].isalpha():
         raise ValueError("must be a plain database name (letters, digits, underscores)")
@@ -165,7 +173,7 @@ class Settings(BaseSettings):
         arbitrary_types_allowed=True,  # ZoneInfo on pydantic versions without built-in support
     )
 
-    home: Annotated[Path, AfterValidator(Path.expanduser)] = _setting(
+    home: Annotated[Path, AfterValidator(_absolute_folder)] = _setting(
         "SMS_PIPELINE_HOME", Path(".sms-pipeline"),
         "folder for the embedded Postgres, Dagster's home and local state")
     database_url: PostgresUrl | None = _setting(

@@ -8,7 +8,7 @@ from sms_pipeline.errors import SettingsError
 
 def test_defaults_follow_design():
     s = settings.load({})
-    assert s.home == Path(".sms-pipeline")
+    assert s.home == Path.cwd() / ".sms-pipeline"
     assert s.database_url is None
     assert str(s.provider_timezone) == "Asia/Kolkata"
     assert s.partition_start is None  # the database records one (docs/design.md#first-partition-day)
@@ -81,3 +81,13 @@ def test_the_claim_lease_must_outlast_the_longest_request():
     with pytest.raises(SettingsError, match="SMS_PIPELINE_CLAIM_LEASE_S=30 must exceed the longest request"):
         settings.load({"SMS_PIPELINE_CLAIM_LEASE_S": "30"})  # 5 s connect + 30 s read
     assert settings.load({"SMS_PIPELINE_CLAIM_LEASE_S": "36"}).claim_lease_s == 36
+
+
+def test_the_home_is_fixed_when_the_settings_are_read(tmp_path, monkeypatch):
+    """dagster-dbt's column-metadata threads change the working directory during a dbt run: a relative home
+    read then would be another folder, with another embedded server (the README's demo lost its views)."""
+    monkeypatch.chdir(tmp_path)
+    s = settings.load({"SMS_PIPELINE_HOME": "state"})
+    monkeypatch.chdir(tmp_path.parent)
+    assert s.home == tmp_path / "state" and s.home.is_absolute()
+    assert settings.load({"SMS_PIPELINE_HOME": "~/x"}).home == Path.home() / "x"
