@@ -225,7 +225,9 @@ class InProcessAnswers:
             submitted = conn.execute(_submit_from_claimed(), {
                 "ids": sent.batch.ids, "created_ats": sent.batch.created_ats, "now": now,
                 "transaction_id": sent.outcome.transaction_id, "campaign_id": sent.outcome.campaign_id,
-                "status_code": sent.outcome.status_code, "price_time_zone": self.price_time_zone}).fetchall()
+                "status_code": sent.outcome.status_code, "price_time_zone": self.price_time_zone,
+                # a bulk answer: no OTP text to fingerprint, no createTime (as apply_outcome writes it)
+                "fingerprint": None, "created_at": sent.outcome.create_time}).fetchall()
         return AppliedOutcome(decide(sent.outcome, sent.batch.message_class),
                               submitted=len(submitted), unpriced=sum(1 for row in submitted if row[2]))
 
