@@ -228,6 +228,8 @@ def settings_environ(database_url: str, base_url: str, partition_start: date) ->
         "SMS_PROVIDER_PASSWORD": "demo",
         "SMS_PROVIDER_TIMEZONE": TZ_NAME,
         "SMS_PROVIDER_READ_TIMEOUT_S": "600",
+        # the settings refuse a lease shorter than the longest request (nothing is sent here)
+        "SMS_PIPELINE_CLAIM_LEASE_S": "900",
     }
 
 
