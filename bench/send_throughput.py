@@ -302,19 +302,7 @@ def _end_to_end_without_start_worker(env: dict[str, str], batch_size: int, concu
 def _end_to_end_without_start(url: str, sim: RunningSimulator, args: argparse.Namespace,
                               home: str) -> Callable[[], None]:
     env = _worker_env(url, sim, home)
-    context = multiprocessing.get_context("spawn")
-
-    def run() -> None:
-        processes = [context.Process(target=_end_to_end_without_start_worker,
-                                     args=(env, args.batch_size, args.concurrency))
-                     for _ in range(args.workers)]
-        for process in processes:
-            process.start()
-        for process in processes:
-            process.join()
-        assert [p.exitcode for p in processes] == [0] * args.workers
-
-    return run
+    return _in_processes(_end_to_end_without_start_worker, (env, args.batch_size, args.concurrency), args.workers)
 
 
 def _floor_worker(url: str, batch_size: int, concurrency: int, with_start: bool) -> None:
@@ -327,17 +315,20 @@ def _floor_worker(url: str, batch_size: int, concurrency: int, with_start: bool)
 
 
 def _floor(url: str, args: argparse.Namespace, *, with_start: bool) -> Callable[[], None]:
+    return _in_processes(_floor_worker, (url, args.batch_size, args.concurrency, with_start), args.workers)
+
+
+def _in_processes(target: Callable[..., None], args: tuple, workers: int) -> Callable[[], None]:
+    """A phase: ``workers`` spawned processes running ``target(*args)``, all of which must succeed."""
     context = multiprocessing.get_context("spawn")
 
     def run() -> None:
-        processes = [context.Process(target=_floor_worker,
-                                     args=(url, args.batch_size, args.concurrency, with_start))
-                     for _ in range(args.workers)]
+        processes = [context.Process(target=target, args=args) for _ in range(workers)]
         for process in processes:
             process.start()
         for process in processes:
             process.join()
-        assert [p.exitcode for p in processes] == [0] * args.workers
+        assert [p.exitcode for p in processes] == [0] * workers
 
     return run
 
