@@ -37,9 +37,21 @@ class SegmentCount:
     segments: int
 
 
+_GSM7_ALL: frozenset[str] = GSM7_BASIC | GSM7_EXTENSION
+
+
 def is_gsm7(text: str) -> bool:
     """True when every character is in the GSM 03.38 basic or extension table."""
-    return all(ch in GSM7_BASIC or ch in GSM7_EXTENSION for ch in text)
+    return _GSM7_ALL.issuperset(text)
+
+
+def _units(text: str, encoding: Encoding) -> int:
+    """Septets (GSM7) or UTF-16 code units (UCS2) of ``text``, counted in C (intake and sends call this per row)."""
+    if encoding == GSM7:
+        if GSM7_EXTENSION.isdisjoint(text):
+            return len(text)
+        return len(text) + sum(map(text.count, GSM7_EXTENSION))
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate: one unit, as before
 
 
 def _unit_costs(text: str, encoding: Encoding) -> list[int]:
@@ -62,10 +74,10 @@ def count_segments(text: str) -> SegmentCount:
     if not text:
         raise EmptyBody("message body is empty")
     encoding = GSM7 if is_gsm7(text) else UCS2
-    costs = _unit_costs(text, encoding)
-    units = sum(costs)
+    units = _units(text, encoding)
     if units <= SINGLE_CAPACITY[encoding]:
         return SegmentCount(encoding, units, 1)
+    costs = _unit_costs(text, encoding)
     capacity = MULTI_CAPACITY[encoding]
     segments, used = 1, 0
     for cost in costs:

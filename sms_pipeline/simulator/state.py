@@ -15,6 +15,7 @@ consistent view.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import re
 import threading
@@ -188,10 +189,17 @@ class _Ledger:
     by_transaction: dict[str, list[int]] = field(default_factory=dict)  # txn id -> request indices
 
 
+@functools.lru_cache(maxsize=256)
+def _local_day(tz: ZoneInfo, submitted_ms: int) -> tuple[date, bool]:
+    """(provider-local day, afternoon?) of a submit time; an XML send asks once per message, at one time."""
+    local = from_epoch_ms(submitted_ms).astimezone(tz)
+    return local.date(), local.hour >= 12
+
+
 def _index_request(ledger: _Ledger, tz: ZoneInfo, txn_id: str, campaign: str | None, sender: str, msg_type: str,
                    text: str, units: int, submitted_ms: int, fingerprint: str, first_row: int) -> None:
     """Record the request whose recipients are the rows from ``first_row`` on (appended already)."""
-    local = from_epoch_ms(submitted_ms).astimezone(tz)
+    local_day, afternoon = _local_day(tz, submitted_ms)
     index = len(ledger.requests)
     ledger.requests.append(
         BilledRequest(
@@ -205,11 +213,11 @@ def _index_request(ledger: _Ledger, tz: ZoneInfo, txn_id: str, campaign: str | N
             fingerprint=fingerprint,
             first_row=first_row,
             count=len(ledger.msg_ids) - first_row,
-            local_day=local.date(),
-            afternoon=local.hour >= 12,
+            local_day=local_day,
+            afternoon=afternoon,
         )
     )
-    ledger.by_day.setdefault(local.date(), array("I")).append(index)
+    ledger.by_day.setdefault(local_day, array("I")).append(index)
     if txn_id != OTP_TRANSACTION_ID:
         ledger.by_transaction.setdefault(txn_id, []).append(index)
 
