@@ -1,7 +1,7 @@
 """Send throughput: recipient rows per second through the worker, and the database floor.
 
     python bench/send_throughput.py [--rows 200000] [--rounds 4] [--batch-size 500] [--workers 2]
-                                    [--concurrency 1] [--latency-ms 150]
+                                    [--concurrency 2] [--latency-ms 150]
 
 Seven phases of ``--rows`` pending transactional rows each (distinct numbers),
 run in ``--rounds`` alternating rounds (each round runs every phase once, the
@@ -67,7 +67,7 @@ import psycopg
 from sms_pipeline.core.clock import RealClock
 from sms_pipeline.db import queries
 from sms_pipeline.provider.results import SendAccepted
-from sms_pipeline.settings import PREFIXES
+from sms_pipeline.settings import PREFIXES, Settings
 from sms_pipeline.simulator.server import RunningSimulator, run_simulator
 from sms_pipeline.send.batching import SendBatch, plan_requests
 from sms_pipeline.send.breaker import CircuitBreaker
@@ -344,7 +344,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds the rows are split into")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
-    parser.add_argument("--concurrency", type=int, default=1, help="send loops (threads) per worker process")
+    parser.add_argument("--concurrency", type=int, default=Settings.model_fields["worker_concurrency"].default,
+                        help="send loops (threads) per worker process (default: the worker's)")
     parser.add_argument("--latency-ms", type=float, default=150.0,
                         help="the slow simulator's delay on every answer (0: no latency phases)")
     args = parser.parse_args()

@@ -210,6 +210,9 @@ class Settings(BaseSettings):
         "SMS_PIPELINE_RESEND_MAX_AGE_H", 72,
         "hours after a message was created beyond which a proved-unsent message is no longer re-sent")
     batch_size: PositiveInt = _setting("SMS_PIPELINE_BATCH_SIZE", 500, "recipients per send request")
+    worker_concurrency: PositiveInt = _setting(
+        "SMS_PIPELINE_WORKER_CONCURRENCY", 2,
+        "send loops (threads) per worker process: while one waits for the provider or commits, the other sends")
     circuit_breaker_failures: PositiveInt = _setting(
         "SMS_PIPELINE_CIRCUIT_BREAKER_FAILURES", 5, "consecutive failed sends that stop claiming for a while")
     circuit_breaker_cooldown_s: PositiveFloat = _setting(

@@ -53,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="only this channel (repeatable; default: every channel with a send strategy)")
     worker.add_argument("--class", dest="message_class", action="append", choices=[c.value for c in MessageClass],
                         help="only this message class (repeatable)")
-    worker.add_argument("--concurrency", type=_positive, default=1, help="parallel send loops (threads)")
+    worker.add_argument("--concurrency", type=_positive, default=None,
+                        help="parallel send loops (threads) (default: SMS_PIPELINE_WORKER_CONCURRENCY)")
     worker.set_defaults(handler=run_worker)
 
     messages = sub.add_parser("messages", help="operator tools: trace and replay messages")
@@ -167,7 +168,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
             batch_size=args.batch_size or settings.batch_size,
             lease=timedelta(seconds=settings.claim_lease_s),
             breaker=CircuitBreaker(settings.circuit_breaker_failures, settings.circuit_breaker_cooldown_s),
-            concurrency=args.concurrency,
+            concurrency=args.concurrency or settings.worker_concurrency,
         )
         with _stop_on_signals(worker):
             summary = worker.run(once=args.once)
