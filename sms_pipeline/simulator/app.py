@@ -5,8 +5,9 @@ HTTP 200 with ``Content-Type: text/html`` and a JSON body, also for
 application errors; codes as quoted strings; both parameter spellings
 (parameter names are matched case-insensitively). The order of checks for
 one request is: HTTP 5xx fault (nothing accepted), credentials, booleans,
-rate-limit fault, the endpoint's own work (billing), then slow /
-drop / stall faults, which happen after the work is done.
+rate-limit fault, the endpoint's own work (billing), the receipt pushes
+that must beat a send's answer (push_early), then slow / drop / stall
+faults, which happen after the work is done.
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from sms_pipeline.core.provider_time import InvalidLocalTime, format_local, parse_local
-from sms_pipeline.simulator import dayzip, faults, generation, reports
+from sms_pipeline.simulator import dayzip, faults, generation, pushes, reports
 from sms_pipeline.simulator.state import (
     PersonalisedRequest,
     ProviderError,
     SendReceipt,
     SendRequest,
     SimulatorState,
+    Webhook,
     epoch_ms,
     from_epoch_ms,
 )
@@ -191,9 +193,11 @@ def _report_success(**content: object) -> Response:
 class SimulatorApp:
     """Routes bound to one :class:`SimulatorState`."""
 
-    def __init__(self, state: SimulatorState, after_faults_change: Callable[[], Awaitable[None]] | None = None):
+    def __init__(self, state: SimulatorState, after_faults_change: Callable[[], Awaitable[None]] | None = None,
+                 dispatcher: pushes.PushDispatcher | None = None):
         self.state = state
         self._after_faults_change = after_faults_change
+        self._pushes = dispatcher
 
     # The one pipeline every provider endpoint goes through.
     async def _api(self, request: Request, kind: Kind,
@@ -232,6 +236,8 @@ class SimulatorApp:
             response = await work(Call(params, fp, arrival, decide))
         except ProviderError as err:
             response = error_response(err)
+        if kind == "send" and self._pushes is not None and self._pushes.has_early((fp, arrival)):
+            await run_in_threadpool(self._pushes.deliver_early, (fp, arrival))  # before the answer
         if decide("slow"):
             await asyncio.sleep(state.faults.parameter("slow_delay_s"))
         if decide("accept_then_drop"):
@@ -481,7 +487,53 @@ class SimulatorApp:
 
         return await self._api(request, "report", work)
 
+    # /webhook/create|read|update|delete and /info/deliverycodes
+    async def webhook_create(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            hook = self.state.webhook_create(params.get("smswebhook", ""), params.get("smswebhookrate", ""))
+            return _report_success(msg="Webhook created", **_webhook_fields(hook))
+
+        return await self._api(request, "report", work)
+
+    async def webhook_read(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            return _report_success(msg="ok", **_webhook_fields(self.state.webhook_read()))
+
+        return await self._api(request, "report", work)
+
+    async def webhook_update(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            params = call.params
+            hook = self.state.webhook_update(params.get("smswebhook") or None, params.get("smswebhookrate") or None)
+            return _report_success(msg="Webhook updated", **_webhook_fields(hook))
+
+        return await self._api(request, "report", work)
+
+    async def webhook_delete(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            self.state.webhook_delete()
+            return _report_success(msg="Webhook deleted")
+
+        return await self._api(request, "report", work)
+
+    async def delivery_codes(self, request: Request) -> Response:
+        async def work(call: Call) -> Response:
+            return _report_success(deliveryCodes=pushes.delivery_codes())
+
+        return await self._api(request, "report", work)
+
     # ----- admin (never called by the client) --------------------------------
+
+    async def admin_pushes(self, request: Request) -> Response:
+        if self._pushes is None:
+            return JSONResponse({"error": "this simulator pushes no receipts"}, status_code=409)
+        if request.method == "POST":
+            try:
+                self._pushes.configure(await _admin_json(request))
+            except ValueError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse(self._pushes.snapshot())
 
     async def admin_ledger(self, request: Request) -> Response:
         txn = request.query_params.get("transaction_id")
@@ -556,11 +608,17 @@ class SimulatorApp:
             Route(f"{api}/schedule/update", self.schedule_update, methods=["POST"]),
             Route(f"{api}/schedule/delete", self.schedule_delete, methods=["POST"]),
             Route(f"{api}/campaign/read", self.campaign_read, methods=["GET"]),
+            Route(f"{api}/webhook/create", self.webhook_create, methods=["POST"]),
+            Route(f"{api}/webhook/read", self.webhook_read, methods=["GET"]),
+            Route(f"{api}/webhook/update", self.webhook_update, methods=["POST"]),
+            Route(f"{api}/webhook/delete", self.webhook_delete, methods=["POST"]),
+            Route(f"{api}/info/deliverycodes", self.delivery_codes, methods=["GET"]),
             Route(f"{admin}/ledger", self.admin_ledger, methods=["GET"]),
             Route(f"{admin}/clock", self.admin_clock, methods=both),
             Route(f"{admin}/faults", self.admin_faults, methods=both),
             Route(f"{admin}/credits", self.admin_credits, methods=both),
             Route(f"{admin}/reset", self.admin_reset, methods=["POST"]),
+            Route(f"{admin}/pushes", self.admin_pushes, methods=both),
         ]
 
 
@@ -570,6 +628,10 @@ async def _admin_json(request: Request) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _webhook_fields(hook: Webhook) -> dict[str, str]:
+    return {"smswebhook": hook.url, "smswebhookrate": str(hook.rate)}
 
 
 def _styled(number: str, styles: list[str]) -> str:
@@ -594,5 +656,6 @@ def _file_chunks(archive: BinaryIO, size: int = 1 << 16) -> Iterator[bytes]:
             yield chunk
 
 
-def create_app(state: SimulatorState, after_faults_change: Callable[[], Awaitable[None]] | None = None) -> Starlette:
-    return Starlette(routes=SimulatorApp(state, after_faults_change).routes())
+def create_app(state: SimulatorState, after_faults_change: Callable[[], Awaitable[None]] | None = None,
+               dispatcher: pushes.PushDispatcher | None = None) -> Starlette:
+    return Starlette(routes=SimulatorApp(state, after_faults_change, dispatcher).routes())

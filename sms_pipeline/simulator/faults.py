@@ -38,7 +38,14 @@ ROW_FAULTS: tuple[str, ...] = (
     "neighbour_day",  # the row is filed in the neighbouring day's file
     "unmapped_status",  # a final status shown as BLACKLST / NCPR / lower case / trailing spaces
 )
-FAULT_NAMES: tuple[str, ...] = REQUEST_FAULTS + ROW_FAULTS
+# Receipt-push faults, decided per message (msgId); see pushes.py.
+PUSH_FAULTS: tuple[str, ...] = (
+    "push_duplicate",  # the push is sent a second time once acknowledged
+    "push_reorder",  # the push is held back until a later receipt has gone out
+    "push_early",  # the final receipt comes at once and is pushed before the send's answer
+    "push_unmapped_code",  # the push carries a code missing from /info/deliverycodes
+)
+FAULT_NAMES: tuple[str, ...] = REQUEST_FAULTS + ROW_FAULTS + PUSH_FAULTS
 
 # Parameters that are not rates.
 PARAMETERS: dict[str, type] = {

@@ -204,6 +204,13 @@ def row_fault_draw(noise: int, slot: int) -> float:
 DUPLICATE_SLOT, NEIGHBOUR_SLOT, UNMAPPED_SLOT, UNMAPPED_VARIANT_SLOT = 0, 1, 2, 3
 
 
+def shown_final(status: Status, noise: int, unmapped_rate: float) -> Status:
+    """The final ``status`` as the reports show it: under the unmapped_status fault, an odd spelling."""
+    if unmapped_rate and row_fault_draw(noise, UNMAPPED_SLOT) < unmapped_rate:
+        return unmapped_variant(status, noise)
+    return status
+
+
 def unmapped_variant(status: Status, noise: int) -> Status:
     """The odd spelling the unmapped_status fault shows instead of ``status``."""
     pick = int(row_fault_draw(noise, UNMAPPED_VARIANT_SLOT) * 4)

@@ -109,8 +109,7 @@ def resolve(view: LedgerView, requests: Iterable[BilledRequest], unmapped_rate: 
             delivery_ms = None
             if status.final:
                 delivery_ms = req.submitted_ms + final_ms[row]
-                if unmapped_rate and generation.row_fault_draw(noise[row], generation.UNMAPPED_SLOT) < unmapped_rate:
-                    status = generation.unmapped_variant(status, noise[row])
+                status = generation.shown_final(status, noise[row], unmapped_rate)
             yield ResolvedRow(req, row, status, delivery_ms)
 
 

@@ -3,7 +3,8 @@
 ``run_simulator(...)`` starts both in a background thread (one event loop)
 on loopback ports and yields their addresses together with the in-process
 state, so tests, the demo and benchmarks can read the ledger and share the
-application's clock. The CLI runs the same thing in the foreground.
+application's clock. The CLI runs the same thing in the foreground. A
+third thread pushes delivery receipts to a registered webhook (pushes.py).
 
 With a ``state_file`` the simulator starts from the traffic saved there (if
 the file exists), saves it every ``save_interval_s`` while anything changed,
@@ -30,6 +31,7 @@ from sms_pipeline.core.redaction import mask_in_loggers
 from sms_pipeline.simulator.app import ADMIN_PREFIX, API_PREFIX, create_app
 from sms_pipeline.simulator.faults import FaultConfig
 from sms_pipeline.simulator.proxy import FaultProxy, listening_socket
+from sms_pipeline.simulator.pushes import PushDispatcher
 from sms_pipeline.simulator.state import Credentials, SimulatorState
 
 _START_TIMEOUT_S = 15
@@ -44,6 +46,7 @@ class RunningSimulator:
     admin_url: str  # ends in /_sim; straight to the app, never refused
     state: SimulatorState
     clock: Clock
+    pushes: PushDispatcher
 
     @property
     def faults(self) -> FaultConfig:
@@ -51,9 +54,10 @@ class RunningSimulator:
 
 
 class _ServerThread(threading.Thread):
-    def __init__(self, state: SimulatorState, host: str, port: int, admin_port: int) -> None:
+    def __init__(self, state: SimulatorState, pushes: PushDispatcher, host: str, port: int, admin_port: int) -> None:
         super().__init__(name="sms-simulator", daemon=True)
         self._state = state
+        self._pushes = pushes
         self._host = host
         self._port = port
         self._admin_port = admin_port
@@ -78,7 +82,7 @@ class _ServerThread(threading.Thread):
         self.app_port = app_socket.getsockname()[1]
         proxy = FaultProxy((self._host, self.app_port), self._state.faults, self._state.seed,
                            host=self._host, port=self._port)
-        app = create_app(self._state, after_faults_change=proxy.apply)
+        app = create_app(self._state, after_faults_change=proxy.apply, dispatcher=self._pushes)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                 timeout_keep_alive=60, timeout_graceful_shutdown=2)
         # uvicorn writes access lines whenever its access logger has handlers
@@ -168,17 +172,20 @@ def run_simulator(
     state = SimulatorState(clock=clock or RealClock(), seed=seed, timezone=timezone,
                            credentials=Credentials(userid, password, api_key), faults=fault_config,
                            **state_options)
+    pushes = PushDispatcher(state)  # before a restore, which queues the saved registration's pushes again
     autosave = None
     if state_file is not None:
         state_file = Path(state_file)
         if state_file.exists():
             state.restore(state_file)
         autosave = _Autosave(state, state_file, save_interval_s)
-    thread = _ServerThread(state, host, port, admin_port)
+    thread = _ServerThread(state, pushes, host, port, admin_port)
     thread.start()
     if not thread.ready.wait(_START_TIMEOUT_S) or thread.error is not None:
         thread.stop()
+        pushes.stop()
         raise RuntimeError(f"simulator did not start: {thread.error!r}")
+    pushes.start()
     if autosave is not None:
         autosave.start()
     try:
@@ -187,8 +194,10 @@ def run_simulator(
             admin_url=f"http://{host}:{thread.app_port}{ADMIN_PREFIX}",
             state=state,
             clock=state.clock,
+            pushes=pushes,
         )
     finally:
+        pushes.stop()
         thread.stop()
         if autosave is not None:
             autosave.stop()

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from sms_pipeline.core.clock import Clock
@@ -32,7 +33,7 @@ from sms_pipeline.core.otp import PLACEHOLDER_OTP
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.simulator import generation, statefile
-from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig
+from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig, fires
 
 E = TypeVar("E")  # an entry of a send: a number, or a (position, (number, text)) of an XML send
 
@@ -43,6 +44,9 @@ OTP_TRANSACTION_ID = "0"
 DEFAULT_MOBILE_PATTERNS = (r"91[6-9]\d{9}",)  # India: 91 + 10 digits starting 6-9 [assumed]
 _SENDER = re.compile(r"[A-Za-z0-9]{3,11}")
 UNFILLED_TEMPLATE_VARIABLE = "{#var#}"
+DEFAULT_WEBHOOK_RATE = 10  # pushes per second when the registration names none [doc]
+MAX_WEBHOOK_RATE = 10_000  # [assumed]
+_MAX_WEBHOOK_URL = 2048  # [assumed]
 
 
 def epoch_ms(dt: datetime) -> int:
@@ -230,6 +234,45 @@ class LedgerView(NamedTuple):
     now_ms: int
 
 
+class Webhook(NamedTuple):
+    """The registered receipt-push URL and its rate (pushes per second)."""
+
+    url: str
+    rate: int
+    registered_ms: int  # receipts of messages billed from then on are pushed
+
+
+class PushSink(Protocol):
+    """What the push dispatcher (pushes.py) hears from the ledger; called with the state's lock held."""
+
+    def billed(self, ledger: _Ledger, request_index: int, early_rows: Sequence[int],
+               answer_key: tuple[str, int] | None, due_after_ms: int | None = None) -> None:
+        """Request ``request_index`` was billed while a webhook is registered: queue its final receipts.
+
+        ``early_rows`` are pushed before the answer to ``answer_key`` (fingerprint, arrival);
+        with ``due_after_ms`` only receipts due later are queued.
+        """
+
+    def cleared(self) -> None:
+        """The ledger or the registration went away: forget every queued push."""
+
+
+def _checked_webhook(url: str, rate: str) -> tuple[str, int]:
+    """(url, rate) of a registration, or ProviderError 400 [assumed code]."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if (parts.scheme not in ("http", "https") or not parts.hostname or len(url) > _MAX_WEBHOOK_URL
+            or any(ch.isspace() for ch in url)):
+        raise ProviderError("400", "smswebhook must be an http or https URL")
+    try:
+        value = int(rate.strip())
+    except ValueError:
+        raise ProviderError("400", "smswebhookrate must be a whole number of events per second") from None
+    if not 1 <= value <= MAX_WEBHOOK_RATE:
+        raise ProviderError("400", f"smswebhookrate must be between 1 and {MAX_WEBHOOK_RATE}")
+    return url, value
+
+
 class SimulatorState:
     """Ledger, OTP codes and schedules of one simulated provider account."""
 
@@ -257,6 +300,7 @@ class SimulatorState:
         self._save_lock = threading.Lock()  # one writer of a state file at a time
         self.credits: int | None = None  # None: unlimited
         self._revision = 0  # bumped by every change a state file holds (see ``changes``)
+        self._push_sink: PushSink | None = None
         self._reset_traffic()
 
     def _reset_traffic(self) -> None:
@@ -265,12 +309,57 @@ class SimulatorState:
         self._otp: dict[str, _OtpCode] = {}
         self._schedules: dict[str, _Schedule] = {}  # by transaction id
         self._campaigns: dict[str, list[str]] = {}  # campaign id -> transaction ids
+        self.webhook: Webhook | None = None
+        if self._push_sink is not None:
+            self._push_sink.cleared()
 
     def reset(self) -> None:
-        """Forget all traffic (ledger, OTP codes, schedules); keep faults, clock and credits."""
+        """Forget all traffic (ledger, OTP codes, schedules) and the webhook; keep faults, clock and credits."""
         with self._lock:
             self._reset_traffic()
             self._revision += 1
+
+    # ----- receipt push (see pushes.py) --------------------------------------
+
+    def attach_pushes(self, sink: PushSink) -> None:
+        with self._lock:
+            self._push_sink = sink
+
+    def webhook_create(self, url: str, rate: str) -> Webhook:
+        checked_url, checked_rate = _checked_webhook(url, rate or str(DEFAULT_WEBHOOK_RATE))
+        with self._lock:
+            if self.webhook is not None:
+                raise ProviderError("409", "A webhook is already registered")
+            self.webhook = Webhook(checked_url, checked_rate, epoch_ms(self.now()))
+            self._revision += 1
+            return self.webhook
+
+    def webhook_read(self) -> Webhook:
+        with self._lock:
+            if self.webhook is None:
+                raise ProviderError("404", "No webhook registered")
+            return self.webhook
+
+    def webhook_update(self, url: str | None, rate: str | None) -> Webhook:
+        """Change the URL and/or the rate; queued receipts go to the new URL at the new rate."""
+        if url is None and rate is None:
+            raise ProviderError("400", "smswebhook or smswebhookrate is required")
+        with self._lock:
+            current = self.webhook_read()
+            checked_url, checked_rate = _checked_webhook(current.url if url is None else url,
+                                                         str(current.rate) if rate is None else rate)
+            self.webhook = current._replace(url=checked_url, rate=checked_rate)
+            self._revision += 1
+            return self.webhook
+
+    def webhook_delete(self) -> None:
+        """Unregister: receipts not yet pushed are never pushed."""
+        with self._lock:
+            self.webhook_read()
+            self.webhook = None
+            self._revision += 1
+            if self._push_sink is not None:
+                self._push_sink.cleared()
 
     def changes(self) -> tuple[int, int | None]:
         """Differs from an earlier answer once anything a state file holds changed (faults aside)."""
@@ -403,18 +492,32 @@ class SimulatorState:
         arrival: int,
         submitted_ms: int,
         part: int = 0,
+        answered: bool = True,
     ) -> None:
-        """Bill ``recipients``: one request tuple plus one array slot each (lock held)."""
+        """Bill ``recipients``: one request tuple plus one array slot each (lock held).
+
+        ``answered``: billed by a request that gets an answer (not a schedule's release),
+        so a receipt can be pushed before it (the push_early fault).
+        """
         ledger = self._ledger
         seed = self.seed
         repeats: dict[str, int] = {}
         first_row = len(ledger.msg_ids)
         message_ids = generation.MessageIds(seed, fingerprint, arrival, part)
+        sink = self._push_sink if self.webhook is not None else None
+        early_rate = self.faults.rate("push_early") if sink is not None and answered else 0.0
+        early_rows: list[int] = []
         for mobile in recipients:
             repeat = repeats.get(mobile, 0)
             repeats[mobile] = repeat + 1
             message_id = message_ids(mobile, repeat)
             line = generation.timeline(seed, message_id, submitted_ms)
+            if (early_rate and line.final != generation.NEVER_FINAL
+                    and fires(early_rate, seed, "push_early", message_id)):
+                # The final receipt at once, so that its push can beat the send's answer.
+                self.faults.count("push_early")
+                line = line._replace(intermediate=generation.SUBMITTED, intermediate_ms=0, final_ms=0)
+                early_rows.append(len(ledger.msg_ids))
             ledger.msg_ids.append(message_id)
             ledger.mobiles.append(mobile)
             ledger.final.append(line.final)
@@ -424,6 +527,8 @@ class SimulatorState:
             ledger.noise.append(line.noise)
         _index_request(ledger, self.timezone, txn_id, campaign, request.sender, request.msg_type, request.text,
                        segments, submitted_ms, fingerprint, first_row)
+        if sink is not None:
+            sink.billed(ledger, len(ledger.requests) - 1, early_rows, (fingerprint, arrival))
         self._revision += 1
 
     # ----- scheduled sends ------------------------------------------------
@@ -467,7 +572,7 @@ class SimulatorState:
                 self._revision += 1
                 continue
             self._append(sched.request, sched.recipients, segments, sched.transaction_id, sched.campaign_id,
-                         sched.fingerprint, sched.arrival, sched.due_ms, sched.part)
+                         sched.fingerprint, sched.arrival, sched.due_ms, sched.part, answered=False)
             sched.state = "completed"
 
     def schedules(self) -> list[_Schedule]:
@@ -596,7 +701,8 @@ class SimulatorState:
 
         That is: every billed request with its recipients' msgIds and
         timelines, the arrival counts (ids of a request sent again stay new),
-        OTP codes, schedules and campaigns, credits, and in the header the
+        OTP codes, schedules and campaigns, the webhook registration (not the
+        pushes under way), credits, and in the header the
         seed, the time zone and the report-shaping faults. Request-level
         faults are not saved. Returns the ``changes()`` value saved.
         """
@@ -611,10 +717,11 @@ class SimulatorState:
                 schedules = [_schedule_record(sched) for sched in self._schedules.values()]
                 campaigns = [{"kind": "campaign", "campaign_id": campaign, "transaction_ids": list(txns)}
                              for campaign, txns in self._campaigns.items()]
+                webhook = [] if self.webhook is None else [{"kind": "webhook", **self.webhook._asdict()}]
             header = statefile.Header(seed=self.seed, timezone=self.timezone.key, saved_at_ms=now_ms,
                                       credits=saved[1], report_faults=self.report_faults())
             statefile.write(Path(path), header,
-                            _saved_records(ledger, count, arrivals, [*otp, *schedules, *campaigns]))
+                            _saved_records(ledger, count, arrivals, [*otp, *schedules, *campaigns, *webhook]))
         return saved
 
     def restore(self, path: Path | str) -> statefile.Header:
@@ -623,7 +730,9 @@ class SimulatorState:
         Its seed and time zone must be this state's (``StateFileError``
         otherwise, as for a file this simulator cannot read); nothing changes
         unless the whole file reads. Faults stay as they are: the caller
-        decides about the header's ``report_faults``.
+        decides about the header's ``report_faults``. With a webhook saved and
+        a push dispatcher attached, receipts that fall due after the save are
+        queued again (pushes that were under way at the save are lost).
         """
         path = Path(path)
         header, records = statefile.read(path)
@@ -637,6 +746,7 @@ class SimulatorState:
         otp: dict[str, _OtpCode] = {}
         schedules: dict[str, _Schedule] = {}
         campaigns: dict[str, list[str]] = {}
+        webhook: Webhook | None = None
         for number, record in records:
             kind = record.get("kind")
             try:
@@ -652,16 +762,32 @@ class SimulatorState:
                     schedules[sched.transaction_id] = sched
                 elif kind == "campaign":
                     campaigns[_text(record["campaign_id"])] = [_text(t) for t in record["transaction_ids"]]
+                elif kind == "webhook":
+                    webhook = Webhook(*_checked_webhook(_text(record["url"]), str(_count(record["rate"]))),
+                                      _count(record["registered_ms"]))
                 else:
                     raise ValueError(kind)
-            except (KeyError, TypeError, ValueError, OverflowError, AttributeError, IndexError):
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError, IndexError, ProviderError):
                 raise statefile.malformed(path, number, kind) from None
         with self._lock:
             self._ledger, self._arrivals, self._otp = ledger, arrivals, otp
             self._schedules, self._campaigns = schedules, campaigns
             self.credits = header.credits
+            self.webhook = webhook
             self._revision += 1
+            if self._push_sink is not None:
+                self._push_sink.cleared()
+                if webhook is not None:
+                    self._requeue_pushes(webhook, header.saved_at_ms)
         return header
+
+    def _requeue_pushes(self, webhook: Webhook, saved_at_ms: int) -> None:
+        """Queue the receipts of messages billed since the registration that fall due after ``saved_at_ms``."""
+        assert self._push_sink is not None
+        ledger = self._ledger
+        for index, req in enumerate(ledger.requests):
+            if req.submitted_ms >= webhook.registered_ms:
+                self._push_sink.billed(ledger, index, (), None, due_after_ms=saved_at_ms)
 
     @classmethod
     def load(cls, path: Path | str, *, clock: Clock, **options: Any) -> SimulatorState:

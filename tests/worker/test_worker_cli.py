@@ -133,13 +133,14 @@ def test_worker_command_sends_what_is_due_and_stops_gracefully_on_sigterm(run, d
         assert code == 0 and "requests=2 claimed=3 submitted=3" in out
         assert len(ledger(sim)) == 3
 
-        # A long-running worker, three slow requests (one per body: no XML send); SIGTERM while the
-        # first is in flight. A claim takes only the request it sends next: the other rows stay pending.
+        # A long-running worker with one send loop, three slow requests (one per body: no XML send);
+        # SIGTERM while the first is in flight. A claim takes only the request it sends next: the other
+        # rows stay pending.
         write_lines(tmp_path / "b.jsonl", [json.dumps(request(10 + n, body=f"Parcel {n} is out")) for n in range(3)])
         assert run("enqueue", str(tmp_path / "b.jsonl"))[0] == 0
         sim.faults.update({"slow": 1.0, "slow_delay_s": 1.0})
         env = app_environ(**provider, SMS_PIPELINE_DATABASE_URL=db_url, SMS_PIPELINE_HOME=str(tmp_path / "home"),
-                          SMS_PROVIDER_XML_SEND="false")
+                          SMS_PROVIDER_XML_SEND="false", SMS_PIPELINE_WORKER_CONCURRENCY="1")
         worker = subprocess.Popen([sys.executable, "-c", COMMAND, "worker"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
