@@ -7,8 +7,8 @@ with ``--verbose``; the terminal gets short progress lines instead.
 
 ``sms-pipeline dev`` writes everything its processes print (the webserver's,
 daemon's and code server's INFO lines, every event of the runs they launch,
-DEBUG ones included, and dbt's output) to :func:`dev_log`, the simulator's to
-:func:`simulator_log`; the terminal shows only the lines at WARNING and above.
+DEBUG ones included, and dbt's output) to :func:`dev_log`, the simulator's,
+receiver's and reconcile loop's to :func:`child_log`; the terminal shows only the lines at WARNING and above.
 
 Nothing here logs recipient numbers, bodies, codes or secrets; callers log
 ``attempt_key`` and counts instead.
@@ -32,9 +32,10 @@ def dev_log(home: Path) -> Path:
     return home / "logs" / "dagster-dev.log"
 
 
-def simulator_log(home: Path) -> Path:
-    """What the provider simulator started by ``sms-pipeline dev`` prints."""
-    return home / "logs" / "simulator.log"
+def child_log(home: Path, name: str) -> Path:
+    """What a process started by ``sms-pipeline dev`` beside the UI (``simulator``, ``receiver``,
+    ``reconcile-recent``) prints."""
+    return home / "logs" / f"{name}.log"
 
 
 def configure(level: str, home: Path | None, *, verbose: bool = False) -> None:

@@ -12,6 +12,7 @@ default. :func:`load` is the one way in; a modified copy is
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,7 +21,15 @@ from pathlib import Path
 from typing import Annotated, Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sms_pipeline.core.states import MessageClass
@@ -28,6 +37,8 @@ from sms_pipeline.core.redaction import mask_url_password
 from sms_pipeline.errors import SettingsError
 
 PREFIXES = ("SMS_PIPELINE_", "SMS_PROVIDER_")
+# The receipt push's fields, each named by a SMS_PIPELINE_WEBHOOK_PARAM_<FIELD> setting.
+WEBHOOK_FIELDS = ("txn_id", "msg_id", "mobile", "error_code", "received_time", "delivered_time")
 
 
 def _whole_number(raw: Any) -> Any:
@@ -129,6 +140,16 @@ def _otp_code_type(raw: str) -> str:
     return raw
 
 
+# What a secret in a URL path may hold without escaping (RFC 3986 unreserved characters), and its least length.
+_URL_SECRET = re.compile(r"[A-Za-z0-9._~-]{16,}")
+
+
+def _parameter_name(raw: str) -> str:
+    if not raw or len(raw) > 64 or not raw.isprintable() or any(ch.isspace() for ch in raw):
+        raise ValueError("must be a parameter name of 1 to 64 printable characters without spaces")
+    return raw
+
+
 def resend_classes(raw: str) -> tuple[str, ...]:
     """The classes of ``SMS_PIPELINE_RESEND_AFTER_PROOF`` (comma-separated, or ``none``); ValueError if bad."""
     names = [part.strip().lower() for part in raw.split(",") if part.strip()]
@@ -153,6 +174,7 @@ IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 Zone = Annotated[ZoneInfo, BeforeValidator(_zone)]
 PostgresUrl = Annotated[str, AfterValidator(_postgres_url)]
 SegmentLimit = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_segment_limit)]
+ParameterName = Annotated[str, AfterValidator(_parameter_name)]
 
 
 def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:
@@ -209,6 +231,10 @@ class Settings(BaseSettings):
     resend_max_age_h: NonNegativeInt = _setting(
         "SMS_PIPELINE_RESEND_MAX_AGE_H", 72,
         "hours after a message was created beyond which a proved-unsent message is no longer re-sent")
+    push_inbox_keep_h: PositiveInt = _setting(
+        "SMS_PIPELINE_PUSH_INBOX_KEEP_H", 48,
+        "hours a reconciled receipt push stays in the inbox before the hourly upkeep deletes it (its receipt "
+        "event stays)")
     batch_size: PositiveInt = _setting("SMS_PIPELINE_BATCH_SIZE", 500, "recipients per send request")
     worker_concurrency: PositiveInt = _setting(
         "SMS_PIPELINE_WORKER_CONCURRENCY", 2,
@@ -248,6 +274,26 @@ class Settings(BaseSettings):
     pool_wait_s: PositiveInt = _setting(
         "SMS_PIPELINE_POOL_WAIT_S", 600,
         "seconds materialize waits for a Dagster pool slot held by another live run before it fails")
+    webhook_secret: SecretStr | None = _setting(
+        "SMS_PIPELINE_WEBHOOK_SECRET", None,
+        "the secret path segment of the receipt-push URL (/dlr/<secret>); `sms-pipeline receiver` refuses to "
+        "start without it", credential=True)
+    webhook_param_txn_id: ParameterName = _setting(
+        "SMS_PIPELINE_WEBHOOK_PARAM_TXN_ID", "txn_id", "receipt-push parameter carrying the transaction id")
+    webhook_param_msg_id: ParameterName = _setting(
+        "SMS_PIPELINE_WEBHOOK_PARAM_MSG_ID", "msg_id", "receipt-push parameter carrying the message id")
+    webhook_param_mobile: ParameterName = _setting(
+        "SMS_PIPELINE_WEBHOOK_PARAM_MOBILE", "mobile", "receipt-push parameter carrying the recipient")
+    webhook_param_error_code: ParameterName = _setting(
+        "SMS_PIPELINE_WEBHOOK_PARAM_ERROR_CODE", "error_code", "receipt-push parameter carrying the error code")
+    webhook_param_received_time: ParameterName = _setting(
+        "SMS_PIPELINE_WEBHOOK_PARAM_RECEIVED_TIME", "received_time",
+        "receipt-push parameter carrying when the provider took the message")
+    webhook_param_delivered_time: ParameterName = _setting(
+        "SMS_PIPELINE_WEBHOOK_PARAM_DELIVERED_TIME", "delivered_time",
+        "receipt-push parameter carrying the final time (stamped on failures too)")
+    receiver_pool_size: PositiveInt = _setting(
+        "SMS_PIPELINE_RECEIVER_POOL_SIZE", 10, "database connections one receiver process keeps")
     provider_base_url: Annotated[str, AfterValidator(_http_url)] = _setting(
         "SMS_PROVIDER_BASE_URL", "https://unify.smsgateway.center/SMSApi", "provider API base URL")
     provider_userid: str = _setting("SMS_PROVIDER_USERID", "demo", "provider account user id")
@@ -278,6 +324,32 @@ class Settings(BaseSettings):
             raise ValueError("SMS_PIPELINE_TEXT_HMAC_KEY is required when SMS_PIPELINE_DATABASE_URL is set "
                              "(the worker and Dagster must share the text fingerprint key)")
         return self
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _url_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # Plain SecretStr (no Annotated wrapper) so that SECRET_VARIABLES below recognises it.
+        if value is not None and not _URL_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("must be at least 16 characters of A-Z, a-z, 0-9 and . _ ~ - "
+                             "(e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_push_parameters(self) -> Settings:
+        # One name for two fields would read one value as both.
+        taken: dict[str, str] = {}
+        for field, name in self.webhook_parameters.items():
+            if name in taken:
+                raise ValueError(f"SMS_PIPELINE_WEBHOOK_PARAM_{field.upper()} and "
+                                 f"SMS_PIPELINE_WEBHOOK_PARAM_{taken[name].upper()} name the same parameter {name!r}")
+            taken[name] = field
+        return self
+
+    @property
+    def webhook_parameters(self) -> dict[str, str]:
+        """The receipt push's parameter names by field (txn_id, msg_id, mobile, error_code, received_time,
+        delivered_time)."""
+        return {field: getattr(self, f"webhook_param_{field}") for field in WEBHOOK_FIELDS}
 
     @property
     def dagster_home(self) -> Path:

@@ -22,8 +22,10 @@ COMMAND_MODULES = (
     "sms_pipeline.cli.simulator",
     "sms_pipeline.cli.report_cmds",
     "sms_pipeline.cli.worker_cmds",
+    "sms_pipeline.cli.receiver_cmds",
     "sms_pipeline.cli.otp_cmds",
     "sms_pipeline.cli.pipeline_cmds",
+    "sms_pipeline.cli.reconcile_cmds",
     "sms_pipeline.cli.dev_cmd",
     "sms_pipeline.cli.demo_cmd",
 )

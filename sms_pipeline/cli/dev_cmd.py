@@ -1,8 +1,11 @@
 """``sms-pipeline dev``: database + simulator + ``dagster dev`` (webserver and daemon).
 
 Without ``SMS_PROVIDER_BASE_URL`` a provider simulator is started beside the
-UI (real time) and the Dagster processes are pointed at it; with it, the
-configured provider is used. The simulator keeps its traffic in the home,
+UI (real time) and the Dagster processes are pointed at it, together with
+the receipt-push receiver (``sms-pipeline receiver``, registered at that
+simulator, never at a configured provider) and the ``reconcile recent``
+loop, so a message sent now shows as delivered within a minute; with it, the
+configured provider is used and neither is started. The simulator keeps its traffic in the home,
 where ``sms-pipeline demo`` left the demo's (same seed and time zone), so
 the UI's backfills replay the demo's days. Dagster's storage is the Postgres database
 ``SMS_PIPELINE_DAGSTER_DATABASE`` on the same server as the application.
@@ -15,7 +18,8 @@ lines (``dagster dev --log-level info --code-server-log-level info``), every
 event of the runs they launch, DEBUG ones included (the runs' console logger
 takes ``python_logs.python_log_level: DEBUG`` from ``dagster.yaml``), and
 dbt's output (which the compute log manager also keeps per step, shown in the
-UI); ``simulator.log`` takes the simulator's. When ``dagster dev`` stops on
+UI); ``simulator.log``, ``receiver.log`` and ``reconcile-recent.log`` take the
+simulator's, the receiver's and the reconcile loop's. When ``dagster dev`` stops on
 its own, its last lines are shown.
 """
 
@@ -25,6 +29,7 @@ import argparse
 import collections
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -35,7 +40,7 @@ from pathlib import Path
 from typing import IO
 
 from sms_pipeline.errors import UserError
-from sms_pipeline.logging import dev_log, simulator_log
+from sms_pipeline.logging import child_log, dev_log
 from sms_pipeline.settings import Settings
 
 # The checkout's workspace.yaml, written into DAGSTER_HOME so that an installed
@@ -85,17 +90,43 @@ def _require_free(host: str, port: int, what: str) -> None:
             raise UserError(f"port {port} on {host} is in use ({what}); choose another with --port") from None
 
 
-def _wait_for_port(host: str, port: int, process: subprocess.Popen, timeout_s: float = 30) -> None:
+def _wait_for_port(host: str, port: int, process: subprocess.Popen, what: str, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise UserError(f"the provider simulator exited with code {process.returncode}")
+            raise UserError(f"the {what} exited with code {process.returncode}")
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.2)
-    raise UserError(f"the provider simulator did not open port {port} within {timeout_s:.0f} s")
+    raise UserError(f"the {what} did not open port {port} within {timeout_s:.0f} s")
+
+
+def _cli(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "sms_pipeline.cli", *arguments]
+
+
+RECONCILE_EVERY = "10s"  # how often dev's reconcile loop reads the push inbox
+# Pushes per second dev registers: the simulator's real-time traffic, never its default 10/s backlog.
+DEV_PUSH_RATE = 200
+
+
+def register_receiver(settings: Settings, simulator_url: str, receiver_url: str) -> None:
+    """Register ``receiver_url`` for receipt pushes at the simulator ``dev`` started (replacing a registration
+    its saved state kept from an earlier session)."""
+    from pydantic import SecretStr
+
+    from sms_pipeline.provider.client import ProviderClient
+
+    simulator = settings.model_copy(update={
+        "provider_base_url": simulator_url, "provider_userid": "demo", "provider_password": SecretStr("demo"),
+        "provider_api_key": None})
+    with ProviderClient.from_settings(simulator) as client:
+        if client.webhook_read() is None:
+            client.webhook_create(receiver_url, DEV_PUSH_RATE)
+        else:
+            client.webhook_update(receiver_url, DEV_PUSH_RATE)
 
 
 _SUPERSEDED_NOTE = "ignore:Function `dev_command` is superseded"
@@ -184,29 +215,44 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.database_url:
         # Child processes must use the same embedded server, wherever they start.
         env["SMS_PIPELINE_HOME"] = str(settings.home.resolve())
-    dagster_log, sim_log = dev_log(settings.home).resolve(), simulator_log(settings.home).resolve()
+    dagster_log = dev_log(settings.home).resolve()
     children: list[subprocess.Popen] = []
     forwarders: list[Forwarder] = []
     stopping = False
+
+    def start(what: str, command: list[str], log_path: Path, port: int | None = None) -> None:
+        _session_header(log_path, what)
+        child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        children.append(child)
+        forwarders.append(_start_forwarder(child, log_path))
+        if port is not None:
+            try:
+                _wait_for_port(args.host, port, child, what)
+            except UserError as exc:
+                raise UserError(f"{exc} (its output: {log_path})") from None
+
     try:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
             sim_port = args.simulator_port or _free_port(args.host)
             _require_free(args.host, sim_port, "provider simulator")
-            _session_header(sim_log, "provider simulator")
-            simulator = subprocess.Popen(simulator_command(settings, args.host, sim_port), env=env,
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            children.append(simulator)
-            forwarders.append(_start_forwarder(simulator, sim_log))
-            try:
-                _wait_for_port(args.host, sim_port, simulator)
-            except UserError as exc:
-                raise UserError(f"{exc} (its output: {sim_log})") from None
-            env.update(
-                SMS_PROVIDER_BASE_URL=f"http://{args.host}:{sim_port}/SMSApi",
-                SMS_PROVIDER_USERID="demo",
-                SMS_PROVIDER_PASSWORD="demo",
-            )
-            print(f"provider simulator: http://{args.host}:{sim_port}/SMSApi")
+            start("provider simulator", simulator_command(settings, args.host, sim_port),
+                  child_log(settings.home, "simulator").resolve(), sim_port)
+            simulator_url = f"http://{args.host}:{sim_port}/SMSApi"
+            env.update(SMS_PROVIDER_BASE_URL=simulator_url, SMS_PROVIDER_USERID="demo", SMS_PROVIDER_PASSWORD="demo")
+            env.pop("SMS_PROVIDER_API_KEY", None)
+            print(f"provider simulator: {simulator_url}")
+            # Receipts pushed by that simulator: a secret of this session unless one is set.
+            secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else \
+                secrets.token_urlsafe(24)
+            env["SMS_PIPELINE_WEBHOOK_SECRET"] = secret
+            receiver_port = _free_port(args.host)
+            start("receipt-push receiver", _cli("receiver", "--host", args.host, "--port", str(receiver_port)),
+                  child_log(settings.home, "receiver").resolve(), receiver_port)
+            register_receiver(settings, simulator_url, f"http://{args.host}:{receiver_port}/dlr/{secret}")
+            start("reconcile recent", _cli("reconcile", "recent", "--every", RECONCILE_EVERY),
+                  child_log(settings.home, "reconcile-recent").resolve())
+            print(f"receipt pushes: http://{args.host}:{receiver_port}/dlr/*** (registered at the simulator), "
+                  f"reconciled every {RECONCILE_EVERY}")
         print(f"Dagster UI: http://{args.host}:{args.port}  (DAGSTER_HOME={dagster_home})")
         print(f"logs: {dagster_log} (webserver, daemon, runs' events, dbt's output); "
               f"the terminal shows warnings and errors", flush=True)

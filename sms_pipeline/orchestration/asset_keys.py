@@ -9,6 +9,7 @@ import dagster as dg
 DAY_REPORT = dg.AssetKey(["dlr", "day_report"])
 TRANSACTION_REPORTS = dg.AssetKey(["dlr", "transaction_reports"])
 INTRADAY_DELIVERY_REPORTS = dg.AssetKey(["dlr", "intraday_delivery_reports"])
+DELIVERY_CODES = dg.AssetKey(["dlr", "delivery_codes"])  # the provider's error-code table (receipt pushes)
 # reconcile
 RECEIPTS = dg.AssetKey(["dlr", "receipts"])
 RECONCILIATION = dg.AssetKey(["msg", "reconciliation"])

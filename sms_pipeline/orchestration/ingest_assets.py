@@ -5,6 +5,8 @@
   by-transaction reports for D's transactions that are still open.
 - ``dlr/intraday_delivery_reports`` (unpartitioned, hourly): today's getDlr
   pages, so OTP outcomes are known within the hour.
+- ``dlr/delivery_codes`` (unpartitioned, hourly): the provider's error-code
+  table, through which receipt pushes are read.
 
 The work is in :mod:`sms_pipeline.ingest`; these assets loop over the days
 of a run, commit each day on its own, and turn the results into metadata a
@@ -19,6 +21,7 @@ it (docs/design.md#report-guards).
 # No `from __future__ import annotations`: Dagster inspects the asset
 # functions' annotations (context and resource types) at definition time.
 
+from dataclasses import asdict
 from datetime import date
 from typing import Any
 
@@ -27,12 +30,14 @@ import psycopg
 
 from sms_pipeline.db.report_guards import ReportShrinkRefused
 from sms_pipeline.ingest.day_report import DayReportLoad, load_day_report
+from sms_pipeline.ingest.delivery_codes import refresh_delivery_codes
 from sms_pipeline.ingest.intraday import IntradayLoad, load_intraday_delivery_reports
 from sms_pipeline.ingest.status_counts import StatusCounts
 from sms_pipeline.ingest.transaction_reports import TransactionReports, fetch_transaction_reports
 from sms_pipeline.orchestration.asset_keys import (
     DATA_ENGINEERING,
     DAY_REPORT,
+    DELIVERY_CODES,
     INTRADAY_DELIVERY_REPORTS,
     TRANSACTION_REPORTS,
 )
@@ -156,6 +161,26 @@ def intraday_delivery_reports(
     with provider.client() as client, database.connect(autocommit=True) as conn:
         result = load_intraday_delivery_reports(conn, client, tz, clock.clock(), text_key=pipeline.text_key())
         return dg.MaterializeResult(metadata=intraday_metadata(conn, result))
+
+
+@dg.asset(
+    key=DELIVERY_CODES,
+    metadata=table_metadata.named(table_metadata.DELIVERY_CODES),
+    **HOURLY_ASSET_OPTIONS,
+    group_name=GROUP,
+    description=(
+        "The provider's error-code table (/info/deliverycodes) in dlr.delivery_codes: the report word of "
+        "each code, through which receipt pushes (which carry no status word) are reconciled. An empty or "
+        "malformed answer fails the step and keeps the stored table; a code no longer listed is kept."
+    ),
+)
+def delivery_codes(database: DatabaseResource, provider: ProviderResource,
+                   clock: ClockResource) -> dg.MaterializeResult:
+    with provider.client() as client, database.connect(autocommit=True) as conn:
+        result = refresh_delivery_codes(conn, client, clock.clock())
+        stored = result.listed + result.kept_unlisted
+        return dg.MaterializeResult(metadata={**table_metadata.table(conn, table_metadata.DELIVERY_CODES, stored),
+                                              **asdict(result)})
 
 
 def _statuses(counts: StatusCounts) -> dict[str, Any]:

@@ -7,7 +7,7 @@
 - ``msg/intraday_reconciliation`` (unpartitioned, hourly): the same for
   today's getDlr pull, so outcomes (OTP included) are known within the hour.
 - ``msg/upkeep`` (unpartitioned, hourly): validity expiry, the send queue's
-  upkeep, partitions ahead, retention.
+  upkeep, partitions ahead, retention (the receipt-push inbox's included).
 - ``msg/outbound_queue`` (observable, hourly): the send queue's backlog.
 
 The health checks (:mod:`sms_pipeline.reconcile.health`) sit on the asset
@@ -168,13 +168,15 @@ def intraday_reconciliation(database: DatabaseResource, clock: ClockResource,
     description=(
         "Hourly upkeep: submitted rows past validity without a final receipt -> expired; stale "
         "claims -> unknown; overdue pending -> expired; partitions created ahead; retention "
-        "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages)."
+        "(receipts 90 days, resolved orphans 30 days, OTP verifications before messages, reconciled "
+        "receipt pushes after SMS_PIPELINE_PUSH_INBOX_KEEP_H)."
     ),
 )
 def upkeep(database: DatabaseResource, clock: ClockResource, pipeline: PipelineResource) -> dg.MaterializeResult:
     with database.connect(autocommit=True) as conn:
         done = run_upkeep(conn, clock.clock(), claim_lease_s=pipeline.claim_lease_s,
-                          validity_h=pipeline.validity_h, provider_timezone=pipeline.zone)
+                          validity_h=pipeline.validity_h, provider_timezone=pipeline.zone,
+                          push_inbox_keep_h=pipeline.push_inbox_keep_h)
     return dg.MaterializeResult(metadata=asdict(done))
 
 

@@ -99,6 +99,7 @@ class PipelineResource(dg.ConfigurableResource):
     non_submission_grace_h: int = _default("non_submission_grace_h")
     resend_after_proof: str = _default("resend_after_proof")
     resend_max_age_h: int = _default("resend_max_age_h")
+    push_inbox_keep_h: int = _default("push_inbox_keep_h")
     max_send_delay_h: int = _default("max_send_delay_h")
     claim_lease_s: int = _default("claim_lease_s")
     validity_h: int = _default("validity_h")
@@ -175,6 +176,7 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
             non_submission_grace_h=settings.non_submission_grace_h,
             resend_after_proof=settings.resend_after_proof,
             resend_max_age_h=settings.resend_max_age_h,
+            push_inbox_keep_h=settings.push_inbox_keep_h,
             max_send_delay_h=settings.max_send_delay_h,
             claim_lease_s=settings.claim_lease_s,
             validity_h=settings.validity_h,

@@ -26,6 +26,7 @@ GETDLR_ROWS = "dlr.getdlr_rows"
 DELIVERY_RECEIPTS = "dlr.delivery_receipts"
 OUTBOUND_MESSAGE = "msg.outbound_message"
 PROVIDER_SUMMARY = "dlr.provider_summary"
+DELIVERY_CODES = "dlr.delivery_codes"
 
 _COUNT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn("name", "string"), dg.TableColumn("count", "int")])
 

@@ -2,7 +2,9 @@
 
 Sends are never retried here: each returns one of four outcomes and the
 worker decides (docs/design.md#send-outcomes). Report calls are paced,
-retried with exponential backoff on 429 / 5xx / time-outs, and bounded.
+retried with exponential backoff on 429 / 5xx / time-outs, and bounded;
+so are the reads of the receipt-push registration and the code table,
+while a change of the registration is made once.
 
 Credentials travel in POST form bodies or the ``apiKey`` header; only the
 GET-only endpoints (day report, schedule and campaign reads) put a password
@@ -37,6 +39,7 @@ from sms_pipeline.core.redaction import mask_credentials, mask_in_loggers
 from sms_pipeline.provider.results import (
     CampaignTransaction,
     DayReportError,
+    DeliveryCode,
     DlrRow,
     OtpVerification,
     PersonalisedSms,
@@ -48,6 +51,7 @@ from sms_pipeline.provider.results import (
     SendOutcome,
     SummaryRow,
     TxnReportRow,
+    WebhookRegistration,
 )
 from pydantic import SecretStr
 
@@ -322,10 +326,13 @@ class ProviderClient:
 
     # ----- report calls (paced, retried, bounded) ----------------------------
 
-    def _with_retries(self, what: str, attempt: Callable[[], T], error: type[ReportError] = ReportError) -> T:
-        """Run ``attempt`` until it returns; retry on _Retry and transport errors, at most max_retries times."""
+    def _with_retries(self, what: str, attempt: Callable[[], T], error: type[ReportError] = ReportError,
+                      retries: int | None = None) -> T:
+        """Run ``attempt`` until it returns; retry on _Retry and transport errors, at most ``retries`` times
+        (default: max_retries)."""
         last, retry_after = "", None
-        for number in range(self._max_retries + 1):
+        limit = self._max_retries if retries is None else retries
+        for number in range(limit + 1):
             if number:
                 time.sleep(self._backoff_delay(number, retry_after))
             self._pacer.wait()
@@ -337,7 +344,7 @@ class ProviderClient:
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 last, retry_after = self._describe(exc), None
                 log.info("provider %s: attempt %d failed (%s)", what, number + 1, last)
-        raise error(f"provider {what} failed after {self._max_retries + 1} attempts: {last}")
+        raise error(f"provider {what} failed after {limit + 1} attempts: {last}")
 
     def _backoff_delay(self, number: int, retry_after: float | None) -> float:
         delay = min(self._backoff_s * 2 ** (number - 1), _MAX_BACKOFF_S)
@@ -346,8 +353,10 @@ class ProviderClient:
             delay = max(delay, min(retry_after, _MAX_BACKOFF_S))
         return delay
 
-    def _report(self, what: str, method: str, path: str, params: dict[str, str]) -> Answer:
-        """One report call with retries; returns the successful answer."""
+    def _report(self, what: str, method: str, path: str, params: dict[str, str], *, retries: int | None = None,
+                tolerated: frozenset[str] = frozenset()) -> Answer:
+        """One report call with retries; returns the successful answer, or an error answer whose code is
+        ``tolerated``."""
 
         def attempt() -> Answer:
             if method == "GET":
@@ -357,13 +366,15 @@ class ProviderClient:
             verdict, ans, why = normalise.report_verdict(response.status_code, response.content)
             if verdict == "retry":
                 raise _Retry(why, _retry_after(response))
+            if verdict == "error" and ans is not None and ans.code in tolerated:
+                return ans
             if verdict == "error" or ans is None:
                 raise ReportError(f"provider {what} failed: {self._safe(why)}")
             return ans
 
-        return self._with_retries(what, attempt)
+        return self._with_retries(what, attempt, retries=retries)
 
-    def _rows(self, what: str, convert: Callable[[], list[T]]) -> list[T]:
+    def _rows(self, what: str, convert: Callable[[], T]) -> T:
         try:
             return convert()
         except MalformedBody as exc:
@@ -423,6 +434,47 @@ class ProviderClient:
         what = f"campaign read of {campaign_id}"
         ans = self._report(what, "GET", PATHS["campaign_read"], {"campaignid": campaign_id})
         return self._rows(what, lambda: [normalise.campaign_row(i) for i in normalise.items(ans, normalise.CAMPAIGN_LIST_KEY)])
+
+    # ----- the receipt push: registration and code table -----------------------
+    # Reads are retried like the reports; a change is made once (a retry after a lost answer could
+    # find its own registration and fail): on an error, `webhook read` says where things stand.
+
+    def _webhook_change(self, what: str, path: str, url: str | None, rate: int | None) -> str:
+        params: dict[str, str] = {}
+        if url is not None:
+            params[normalise.WEBHOOK_FIELDS["url"]] = url
+        if rate is not None:
+            params[normalise.WEBHOOK_FIELDS["rate"]] = str(rate)
+        return self._report(what, "POST", path, params, retries=0).reason
+
+    def webhook_create(self, url: str, rate: int | None = None) -> str:
+        """Register ``url`` for receipt pushes at ``rate`` per second (None: the provider's default);
+        the provider's message."""
+        return self._webhook_change("webhook create", PATHS["webhook_create"], url, rate)
+
+    def webhook_update(self, url: str | None = None, rate: int | None = None) -> str:
+        """Change the registered URL and/or rate; the provider's message."""
+        if url is None and rate is None:
+            raise ValueError("webhook_update needs a url or a rate")
+        return self._webhook_change("webhook update", PATHS["webhook_update"], url, rate)
+
+    def webhook_delete(self) -> str:
+        """Unregister the receipt-push URL; the provider's message."""
+        return self._webhook_change("webhook delete", PATHS["webhook_delete"], None, None)
+
+    def webhook_read(self) -> WebhookRegistration | None:
+        """The registered receipt-push URL and rate; None when nothing is registered."""
+        ans = self._report("webhook read", "GET", PATHS["webhook_read"], {},
+                           tolerated=frozenset({normalise.WEBHOOK_ABSENT_CODE}))
+        if ans.code == normalise.WEBHOOK_ABSENT_CODE:
+            return None
+        return self._rows("webhook read", lambda: normalise.webhook_registration(ans))
+
+    def delivery_codes(self) -> list[DeliveryCode]:
+        """The provider's error-code table: what each pushed code means in report words."""
+        ans = self._report("delivery codes", "GET", PATHS["delivery_codes"], {})
+        return self._rows("delivery codes", lambda: [
+            normalise.delivery_code(i) for i in normalise.items(ans, normalise.DELIVERY_CODES_LIST_KEY)])
 
     # ----- the day report -----------------------------------------------------
 

@@ -30,6 +30,7 @@ from sms_pipeline.provider.results import (
     HTTP_CODE_PREFIX,
     RATE_LIMITED_CODE,
     CampaignTransaction,
+    DeliveryCode,
     DlrRow,
     OtpVerification,
     ScheduleRow,
@@ -39,6 +40,7 @@ from sms_pipeline.provider.results import (
     SendRefused,
     SummaryRow,
     TxnReportRow,
+    WebhookRegistration,
 )
 
 # =============================================================================
@@ -56,6 +58,11 @@ PATHS: Mapping[str, str] = {
     "schedule_update": "/schedule/update",
     "schedule_delete": "/schedule/delete",
     "campaign_read": "/campaign/read",
+    "webhook_create": "/webhook/create",
+    "webhook_read": "/webhook/read",  # GET [doc]
+    "webhook_update": "/webhook/update",
+    "webhook_delete": "/webhook/delete",
+    "delivery_codes": "/info/deliverycodes",  # GET [doc for the path]
 }
 
 ENVELOPE_KEY = "response"  # report answers wrap their content in it; send answers are flat
@@ -132,6 +139,15 @@ CAMPAIGN_FIELDS: Mapping[str, str] = {
     "transaction_id": "uuId", "status": "status", "total": "total", "created_at": "timestamp",
     "scheduled_for": "scheduledTimestamp", "last_updated": "lastupdatedTimestamp",
 }
+
+# The receipt-push registration (docs/provider-contract.md#dlr-push-webhook): the request's
+# parameters [doc], which the answers repeat in the envelope's content [assumed]. A read with
+# nothing registered answers code WEBHOOK_ABSENT_CODE [assumed].
+WEBHOOK_FIELDS: Mapping[str, str] = {"url": "smswebhook", "rate": "smswebhookrate"}
+WEBHOOK_ABSENT_CODE = "404"
+# The error-code table a push's code is read with [content assumed].
+DELIVERY_CODES_LIST_KEY = "deliveryCodes"
+DELIVERY_CODE_FIELDS: Mapping[str, str] = {"code": "code", "status": "status", "description": "description"}
 
 # Day report zip: member name and header (names with spaces) -> our field names.
 DAY_REPORT_MEMBER = "dlr_report_{date}.csv"
@@ -511,6 +527,23 @@ def campaign_row(item: Mapping[str, Any]) -> CampaignTransaction:
         scheduled_for=epoch_time(inner, f["scheduled_for"]),
         last_updated=epoch_time(inner, f["last_updated"]),
     )
+
+
+def webhook_registration(ans: Answer) -> WebhookRegistration:
+    body = ans.content
+    url = text(body, WEBHOOK_FIELDS["url"]).strip()
+    if not url:
+        raise MalformedBody(f"no {WEBHOOK_FIELDS['url']!r} in the answer")
+    rate = text(body, WEBHOOK_FIELDS["rate"]).strip()
+    return WebhookRegistration(url=url, rate=count(body, WEBHOOK_FIELDS["rate"]) if rate else None)
+
+
+def delivery_code(item: Mapping[str, Any]) -> DeliveryCode:
+    f = DELIVERY_CODE_FIELDS
+    code, status = text(item, f["code"]).strip(), text(item, f["status"]).strip()
+    if not code or not status:
+        raise MalformedBody(f"a delivery code without {f['code']!r} or {f['status']!r}")
+    return DeliveryCode(code=code, status=status, description=text(item, f["description"]).strip() or None)
 
 
 ReportVerdict = Literal["ok", "retry", "error"]

@@ -173,6 +173,23 @@ class CampaignTransaction:
     last_updated: datetime | None  # None: never ("0" on the wire)
 
 
+@dataclass(frozen=True, slots=True)
+class WebhookRegistration:
+    """The receipt-push URL registered with the provider, and its rate (pushes per second; None: not said)."""
+
+    url: str
+    rate: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryCode:
+    """One row of the provider's error-code table: a push's code and the report word it stands for (raw)."""
+
+    code: str
+    status: str
+    description: str | None
+
+
 class ProviderCallError(UserError):
     """A provider call other than a send failed; the text names the call, never credentials."""
 

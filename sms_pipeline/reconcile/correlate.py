@@ -1,8 +1,9 @@
 """The three correlation passes (docs/design.md#correlation), set-based and three-valued.
 
-Every msgId with uncorrelated receipt events is tried on every run (the
-day's new events staged by :mod:`sms_pipeline.reconcile.receipts`, stored
-orphans, earlier ambiguous ones), in order:
+Every msgId with uncorrelated receipt events is tried on every day's run
+(the day's new events staged by :mod:`sms_pipeline.reconcile.receipts`,
+stored orphans, earlier ambiguous ones; a pass over new pushes tries only
+its own msgIds), in order:
 
 1. by msgId (the global registry);
 2. by transaction + recipient, for rows with a transaction id but no msgId;
@@ -55,14 +56,19 @@ def window_ms(window: timedelta) -> int:
 def correlate(
     conn: psycopg.Connection,
     *,
-    day_start: datetime,
-    day_end: datetime,
+    day: tuple[datetime, datetime] | None,
     window: timedelta,
     provider_timezone: ZoneInfo,
     now: datetime,
 ) -> Correlation:
-    """Run the passes and record ambiguous / not-found results (rows and events)."""
-    queries.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key)
+    """Run the passes and record ambiguous / not-found results (rows and events).
+
+    ``day``: the reconciled day's bounds; its rows no pass found are marked ``not_found``. ``None``: a
+    pass over new pushes, which tries only the waiting events of its own msgIds and judges no row
+    by absence (a few pushes are no evidence that a row's receipt is missing).
+    """
+    queries.run(conn, "reconcile_correlate_uncorrelated", time_zone=provider_timezone.key,
+                every_waiting=day is not None)
     transaction.analyze(conn, "reconcile_uncorrelated")
     queries.run(conn, "reconcile_correlate_by_msgid")
     transaction.analyze(conn, "reconcile_pairs_by_msgid")
@@ -79,9 +85,12 @@ def correlate(
     queries.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
     ms = window_ms(window)
     rows_ambiguous = queries.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms, now=now)
-    rows_not_found = queries.scalar(
-        conn, "reconcile_correlate_not_found_rows", day_start=day_start, day_end=day_end, window_ms=ms, now=now
-    )
+    rows_not_found = 0
+    if day is not None:
+        day_start, day_end = day
+        rows_not_found = queries.scalar(
+            conn, "reconcile_correlate_not_found_rows", day_start=day_start, day_end=day_end, window_ms=ms, now=now
+        )
     return Correlation(
         tried=tried,
         by_msgid=by_msgid,

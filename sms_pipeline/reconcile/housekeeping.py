@@ -8,7 +8,9 @@
 - retention (docs/design.md#retention): receipt partitions older than 90 days dropped,
   resolved orphans deleted after 30 days, expired OTP verifications purged
   before any message partition is dropped (message partitions only when a
-  message horizon is given: how long to keep them is finance's decision).
+  message horizon is given: how long to keep them is finance's decision),
+  reconciled receipt pushes deleted from the inbox after
+  ``SMS_PIPELINE_PUSH_INBOX_KEEP_H`` (their receipt events stay).
 
 Each step is one short transaction; every step only touches what still
 needs it, so running upkeep twice moves nothing the second time.
@@ -26,10 +28,12 @@ from sms_pipeline.core.clock import Clock
 from sms_pipeline.db import queries
 from sms_pipeline.reconcile import transaction
 from sms_pipeline.send import upkeep as send_queue_upkeep
+from sms_pipeline.settings import Settings
 
 RECEIPT_RETENTION = timedelta(days=90)  # docs/design.md#retention; also the simulator's report horizon
 RESOLVED_ORPHAN_RETENTION = timedelta(days=30)  # docs/design.md#retention; unresolved orphans are kept
 OTP_VERIFICATION_RETENTION = timedelta(days=1)  # after expiry: a code is useless, keep a day for support
+PUSH_INBOX_KEEP_H: int = Settings.model_fields["push_inbox_keep_h"].default
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Upkeep:
     txn_reports_purged: int
     getdlr_rows_purged: int
     orphans_purged: int
+    push_inbox_purged: int  # reconciled receipt pushes deleted from the inbox
     message_partitions_dropped: int
 
 
@@ -57,8 +62,10 @@ def run_upkeep(
     validity_h: int,
     provider_timezone: ZoneInfo,
     message_retention: timedelta | None = None,
+    push_inbox_keep_h: int = PUSH_INBOX_KEEP_H,
 ) -> Upkeep:
-    """Every upkeep step (see the module); ``claim_lease_s`` and ``validity_h`` as the settings of those names."""
+    """Every upkeep step (see the module); ``claim_lease_s``, ``validity_h`` and ``push_inbox_keep_h`` as the
+    settings of those names."""
     transaction.require_no_open_transaction(conn)
     now = clock.now()
     queue = send_queue_upkeep.run_upkeep(conn, now=now, lease=timedelta(seconds=claim_lease_s))
@@ -72,6 +79,7 @@ def run_upkeep(
             receipts_before=now - RECEIPT_RETENTION,
             raw_reports_before=(now - RECEIPT_RETENTION).astimezone(provider_timezone).date(),
             orphans_resolved_before=now - RESOLVED_ORPHAN_RETENTION,
+            pushes_reconciled_before=now - timedelta(hours=push_inbox_keep_h),
         )  # fmt: skip
     messages_dropped = 0
     if message_retention is not None:

@@ -21,8 +21,11 @@ class Orphans:
     resolved: int
 
 
-def settle_orphans(conn: psycopg.Connection, *, now: datetime) -> Orphans:
-    """Resolve matched orphans, then open new ones (inside the caller's transaction)."""
-    resolved = queries.scalar(conn, "reconcile_orphans_resolve", now=now)
-    opened = queries.scalar(conn, "reconcile_orphans_open")
+def settle_orphans(conn: psycopg.Connection, *, now: datetime, every_waiting: bool = True) -> Orphans:
+    """Resolve matched orphans, then open new ones (inside the caller's transaction).
+
+    ``every_waiting=False``: only those of the msgIds this run tried (a pass over new pushes).
+    """
+    resolved = queries.scalar(conn, "reconcile_orphans_resolve", now=now, every_waiting=every_waiting)
+    opened = queries.scalar(conn, "reconcile_orphans_open", every_waiting=every_waiting)
     return Orphans(opened=opened, resolved=resolved)

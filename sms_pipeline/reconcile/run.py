@@ -5,6 +5,12 @@ call. Everything runs in one transaction: the steps read each other's
 temporary tables, each receipt event is written once (after its
 correlation and disposition are known, never stored uncorrelated and then
 rewritten), and a failure leaves the day exactly as it was.
+
+The day's receipt pushes still waiting in the inbox are read with its raw
+loads (one more source, ranked last); marking pushes reconciled, and
+holding back early ones, is the push pass's
+(:func:`sms_pipeline.reconcile.pushes.reconcile_pushes`), which runs the
+same steps over new pushes only.
 """
 
 from __future__ import annotations
@@ -106,10 +112,8 @@ def reconcile_day(
     with conn.transaction():
         transaction.lock(conn)
         transaction.use_set_based_memory(conn)
-        receipts = stage_new_receipts(conn, day, now)
-        correlation = correlate(
-            conn, day_start=day_start, day_end=day_end, window=window, provider_timezone=tz, now=now
-        )
+        receipts = stage_new_receipts(conn, day, now, push_days=[day])
+        correlation = correlate(conn, day=(day_start, day_end), window=window, provider_timezone=tz, now=now)
         applied = apply_receipts(conn, window=window, provider_timezone=tz, now=now)
         store_new_receipts(conn, receipts, now)
         orphans = settle_orphans(conn, now=now)

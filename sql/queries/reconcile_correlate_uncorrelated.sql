@@ -14,7 +14,11 @@
 -- guess inside the repeated hour of a DST fall-back. For those, the other
 -- instant with the same local time is kept as alt_submit_at, so that
 -- reconstruction can try both readings instead of missing by an hour.
--- Parameters: time_zone (the provider's).
+-- every_waiting: true in the day's run (every waiting event is tried);
+-- false in a pass over new pushes, which tries only the waiting events of
+-- the msgIds it read, so its cost follows the pushes, not the backlog
+-- (the hourly and daily runs still try every one).
+-- Parameters: time_zone (the provider's), every_waiting (boolean).
 -- Creates the temporary table reconcile_uncorrelated (dropped at commit).
 CREATE TEMPORARY TABLE reconcile_uncorrelated ON COMMIT DROP AS
 WITH waiting AS (
@@ -22,6 +26,7 @@ WITH waiting AS (
            message_fingerprint
       FROM dlr.delivery_receipts
      WHERE message_id IS NULL
+       AND (%(every_waiting)s OR provider_message_id IN (SELECT msg_id FROM reconcile_source_rows))
 ),
 per_id AS (
     SELECT provider_message_id AS msg_id,

@@ -1,12 +1,18 @@
 -- One provider day's raw loads (day report, by-transaction reports, getDlr
--- pulls), one row per source row, normalised: clean ids or NULL, the status
--- word through the dlr.status_* tables (the mirror of core.statuses; a
--- word outside them is kept as "unmapped", never refused), units only when
--- they are a number. source_rank orders the sources when the same event
--- arrives from several: the day report's row is the one kept. The text's
--- keyed fingerprint comes with the day report and getDlr rows (the
--- by-transaction report has no text).
--- Parameters: report_date.
+-- pulls) and the receipt pushes not reconciled yet, one row per source row,
+-- normalised: clean ids or NULL, the status word through the dlr.status_*
+-- tables (the mirror of core.statuses; a word outside them is kept as
+-- "unmapped", never refused), units only when they are a number.
+-- source_rank orders the sources when the same event arrives from several:
+-- the day report's row is the one kept, a push's last (it has no units, no
+-- sender, no text). The text's keyed fingerprint comes with the day report
+-- and getDlr rows (the by-transaction report and the push have no text).
+-- A push has no status word: its error code is the provider's code table's
+-- word (dlr.delivery_codes, the description as cause); a code missing there
+-- becomes the word CODE_<code>, outside the vocabulary, so unmapped: never
+-- guessed (a delivered time is stamped on failures too).
+-- Parameters: report_date (the day's raw loads; NULL: none), push_days
+-- (date[]: the provider days whose waiting pushes are read; docs/design.md#receipt-push).
 -- Creates the temporary table reconcile_source_rows (dropped at commit).
 CREATE TEMPORARY TABLE reconcile_source_rows ON COMMIT DROP AS
 WITH raw AS (
@@ -21,6 +27,14 @@ WITH raw AS (
     SELECT 'getdlr', 3, msg_id, transaction_id, mobile, sender_name, status, cause, error_code,
            NULL, provider_submit_at, provider_done_at, message_fingerprint
       FROM dlr.getdlr_rows WHERE report_date = %(report_date)s
+    UNION ALL
+    SELECT 'push', 4, p.provider_message_id, p.provider_txn_id, p.recipient, NULL,
+           COALESCE(c.status_word, 'CODE_' || p.error_code), c.description, p.error_code,
+           NULL, p.provider_submit_at, p.provider_done_at, NULL::bytea
+      FROM dlr.receipt_push_inbox p
+      LEFT JOIN dlr.delivery_codes c ON c.error_code = p.error_code
+     WHERE p.reconciled_at IS NULL
+       AND p.report_date = ANY(%(push_days)s::date[])
 )
 SELECT r.source, r.source_rank,
        CASE WHEN msg.is_clean_provider_id(btrim(r.msg_id)) THEN btrim(r.msg_id) END AS msg_id,
