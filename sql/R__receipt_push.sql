@@ -51,3 +51,18 @@ BEGIN
     RETURN purged;
 END;
 $$;
+
+-- Retention: refused pushes received before p_before go (a person had the
+-- orphans' 30 days to look; the provider retries a refused push for a day,
+-- adding a row per try); returns how many.
+CREATE OR REPLACE FUNCTION dlr.purge_receipt_push_rejects(p_before timestamptz) RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    purged bigint;
+BEGIN
+    DELETE FROM dlr.receipt_push_rejects WHERE received_at < p_before;
+    GET DIAGNOSTICS purged = ROW_COUNT;
+    RETURN purged;
+END;
+$$;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from sms_pipeline.settings import Settings
@@ -49,6 +50,8 @@ def demo(args: argparse.Namespace, settings: Settings) -> int:
                   + (f"  ·  provider billed {result.simulator_billed_units}"
                      if result.simulator_billed_units is not None else "")
                   + f"  ·  {elapsed:.0f} s")
+    if result.pushes is not None:
+        console.print(result.pushes.line())
     if any(d.tieout.startswith("MISMATCH") for d in result.days):
         console.print("tie-out MISMATCH: units nobody can place in a bucket (the residual); "
                       "see `sms-pipeline report tieout --from D --to D`.")
@@ -61,6 +64,7 @@ def demo(args: argparse.Namespace, settings: Settings) -> int:
                             "simulator_billed_units": result.simulator_billed_units,
                             "elapsed_s": round(elapsed, 1),
                             "checks_passed": result.checks_passed,
+                            "pushes": asdict(result.pushes) if result.pushes is not None else None,
                             "checks_failed": [{"asset": c.asset, "check": c.name, "severity": c.severity}
                                               for c in result.checks_failed]})
     return 1 if unexplained else 0

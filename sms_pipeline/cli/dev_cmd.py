@@ -118,15 +118,13 @@ def register_receiver(settings: Settings, simulator_url: str, receiver_url: str)
     from pydantic import SecretStr
 
     from sms_pipeline.provider.client import ProviderClient
+    from sms_pipeline.receiver import registration
 
     simulator = settings.model_copy(update={
         "provider_base_url": simulator_url, "provider_userid": "demo", "provider_password": SecretStr("demo"),
         "provider_api_key": None})
     with ProviderClient.from_settings(simulator) as client:
-        if client.webhook_read() is None:
-            client.webhook_create(receiver_url, DEV_PUSH_RATE)
-        else:
-            client.webhook_update(receiver_url, DEV_PUSH_RATE)
+        registration.register(client, receiver_url, DEV_PUSH_RATE)
 
 
 _SUPERSEDED_NOTE = "ignore:Function `dev_command` is superseded"

@@ -21,6 +21,7 @@ from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import ProviderCallError
+from sms_pipeline.receiver import registration
 from sms_pipeline.receiver.app import PUSH_PREFIX, ReceiverConfig, required_secret
 from sms_pipeline.receiver.server import serve, shown_url
 from sms_pipeline.settings import Settings
@@ -121,11 +122,8 @@ def _provider(settings: Settings) -> Iterator[ProviderClient]:
 
 def register_webhook(args: argparse.Namespace, settings: Settings) -> int:
     with _provider(settings) as client:
-        current = client.webhook_read()
-        if current is None:
-            answer, done = client.webhook_create(args.url, args.rate), "registered"
-        else:
-            answer, done = client.webhook_update(args.url, args.rate), f"changed (was {_shown(current.url, settings)})"
+        answer, replaced = registration.register(client, args.url, args.rate)
+    done = "registered" if replaced is None else f"changed (was {_shown(replaced.url, settings)})"
     rate = f" at {args.rate}/s" if args.rate is not None else ""
     print(f"webhook {done}: {_shown(args.url, settings)}{rate}; provider: {_shown(answer or 'ok', settings)}")
     return 0

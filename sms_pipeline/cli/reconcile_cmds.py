@@ -18,11 +18,8 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import psycopg
@@ -33,6 +30,7 @@ from sms_pipeline.errors import UserError
 from sms_pipeline.ingest.delivery_codes import refresh_delivery_codes, stored_code_count
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.reconcile.pushes import PushPass, reconcile_pushes
+from sms_pipeline.cli.signals import stop_on_signals
 from sms_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -63,21 +61,6 @@ class CodeTableMissing(UserError):
     """The code table is empty and could not be fetched: pushes wait."""
 
 
-@contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM/SIGINT: let the pass in progress finish, then stop."""
-    def handler(signum: int, _frame: object) -> None:
-        print(f"sms-pipeline: {signal.Signals(signum).name}: stopping after this pass", file=sys.stderr)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def one_pass(url: str, client: ProviderClient, settings: Settings) -> PushPass | None:
     """One pass on a connection of its own (the code table fetched first while it is empty)."""
     clock = RealClock()
@@ -98,15 +81,17 @@ def reconcile_recent(args: argparse.Namespace, settings: Settings) -> int:
         migrate.upgrade(conn)
     stop = threading.Event()
     last_error = None
-    with _stop_on_signals(stop), ProviderClient.from_settings(settings) as client:
+    with stop_on_signals(stop.set, "stopping after this pass"), ProviderClient.from_settings(settings) as client:
         while not stop.is_set():
             try:
                 done = one_pass(url, client, settings)
                 last_error = None
-            except (UserError, psycopg.OperationalError) as exc:
+            except Exception as exc:  # the loop outlives a bad pass (its transaction rolled back whole)
                 if args.every is None:
                     raise
-                line = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                expected = isinstance(exc, (UserError, psycopg.OperationalError))
+                line = (str(exc).strip().splitlines()[-1] if expected and str(exc).strip()
+                        else type(exc).__name__ + ("" if expected else " (details in the log)"))
                 log.warning("reconcile recent: pass failed: %s", line, exc_info=True)
                 if line != last_error:  # one line per new trouble, not one per pass
                     print(f"sms-pipeline: reconcile recent: {line}", file=sys.stderr, flush=True)

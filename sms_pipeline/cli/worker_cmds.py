@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
 from sms_pipeline.send.otp import OtpPolicy, otp_strategies
 from sms_pipeline.provider.client import ProviderClient
+from sms_pipeline.cli.signals import stop_on_signals
 from sms_pipeline.settings import Settings
 from sms_pipeline import intake, rates
 from sms_pipeline.ops import messages as message_tools
@@ -138,21 +136,6 @@ def load_rates(args: argparse.Namespace, settings: Settings) -> int:
 # ----- worker --------------------------------------------------------------------
 
 
-@contextmanager
-def _stop_on_signals(worker: Worker) -> Iterator[None]:
-    """SIGTERM/SIGINT: finish the request in flight, write its outcome, stop."""
-    def handler(signum: int, _frame: object) -> None:
-        print(f"sms-pipeline: {signal.Signals(signum).name}: finishing the request in flight", file=sys.stderr)
-        worker.stop("signal")
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     url = _database_url(settings)
     zone = settings.provider_timezone.key
@@ -170,7 +153,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
             breaker=CircuitBreaker(settings.circuit_breaker_failures, settings.circuit_breaker_cooldown_s),
             concurrency=args.concurrency or settings.worker_concurrency,
         )
-        with _stop_on_signals(worker):
+        with stop_on_signals(lambda: worker.stop("signal"), "finishing the request in flight"):
             summary = worker.run(once=args.once)
     print(f"requests={summary.requests} claimed={summary.claimed} submitted={summary.submitted} "
           f"rejected={summary.rejected} unknown={summary.unknown} released={summary.released} "

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass
@@ -52,6 +54,10 @@ DEMO_FAULTS = {
     "neighbour_day": 0.002,
     "unmapped_status": 0.003,
 }
+DEMO_PUSH_FAULTS = {"push_duplicate": 0.01, "push_reorder": 0.01}  # the push's at-least-once and out-of-order
+# Pushes per second the demo registers: when its clock jumps, hours of receipts come due at once.
+DEMO_PUSH_RATE = 2000
+PUSHES_CAUGHT_UP_S = 60.0  # how long a wave waits for the simulator to push what its clock has passed
 DAILY_TICK = timedelta(hours=2)  # the daily schedule's 02:00 provider-local
 DEMO_SEED = 7  # the simulator's seed; `sms-pipeline dev` serves the saved state with it
 
@@ -77,6 +83,7 @@ class DemoResult:
     # The final daily run's asset checks (none when the demo's data was already there).
     checks_passed: int = 0
     checks_failed: tuple[FailedCheck, ...] = ()
+    pushes: summary.PushSummary | None = None  # receipt pushes received and reconciled
 
 
 # What the demo's traffic leaves for a person on purpose, by check: these fail
@@ -237,7 +244,8 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
 
     with ExitStack() as stack:
         try:
-            sim = stack.enter_context(run_simulator(clock=clock, seed=options.seed, timezone=tz, faults=DEMO_FAULTS,
+            sim = stack.enter_context(run_simulator(clock=clock, seed=options.seed, timezone=tz,
+                                                    faults={**DEMO_FAULTS, **DEMO_PUSH_FAULTS},
                                                     state_file=simulator_state_file(settings)))
         except StateFileError as exc:
             raise UserError(f"{exc}; remove it, or start over with --fresh") from None
@@ -250,6 +258,7 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
         with ProviderClient.from_settings(cfg) as client, \
                 connection.connect_url(url, autocommit=True) as conn:
             send = _Sender(cfg, client, clock, url, intake)
+            pushes = _Pushes(stack, cfg, url, sim, client, clock)
             task = progress.add_task("days", total=len(days) * (len(traffic.WAVE_HOURS) + 1) + 1) if progress else None
 
             def step(description: str) -> None:
@@ -260,6 +269,7 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
                 start, end = day_bounds(day, tz)
                 for wave in traffic.day_waves(day, start, options.messages_per_day, options.seed):
                     _set(clock, wave.at)
+                    pushes.reconcile(conn)  # what the clock's move made final
                     send.enqueue_and_send(conn, wave.records)
                     if wave.resends:
                         clock.advance(traffic.OTP_RESEND_AFTER)
@@ -268,23 +278,59 @@ def run_demo(settings: Settings, options: DemoOptions, progress=None) -> DemoRes
                 # The day has closed: the daily tick ingests, reconciles and builds marts so far.
                 _set(clock, end + DAILY_TICK)
                 send.drain()
+                pushes.reconcile(conn)
                 pipeline.close_day(days[0], day)
                 step(f"{day}: reconciled")
             # Late receipts: the last run sees every day as of real now.
             _set(clock, datetime.now(UTC) - timedelta(seconds=1))
             send.drain()
+            pushes.reconcile(conn)
             checks = pipeline.daily(days[0], days[-1])
             step("all days: late receipts reconciled")
             result = summary.per_day(conn, days[0], days[-1], tz.key)
+            pushed = summary.pushes(conn)
         billed = sim.state.billed_units() - billed_before
     return DemoResult(result, already_there=False, simulator_billed_units=billed,
                       checks_passed=sum(1 for c in checks if c.passed),
-                      checks_failed=tuple(failed_checks(checks)))
+                      checks_failed=tuple(failed_checks(checks)), pushes=pushed)
 
 
 def _set(clock: VirtualClock, at: datetime) -> None:
     """Move the virtual clock forward, never past real time (the demo's last day ends near now)."""
     clock.set(min(max(at, clock.now()), datetime.now(UTC) - timedelta(seconds=1)))
+
+
+class _Pushes:
+    """The provider's receipt pushes: a receiver in a thread, registered at the demo's simulator, and a
+    ``reconcile recent`` pass once the simulator has pushed what its clock has passed (docs/design.md#receipt-push)."""
+
+    def __init__(self, stack: ExitStack, settings: Settings, url: str, sim, client, clock: VirtualClock) -> None:
+        from sms_pipeline.receiver import registration
+        from sms_pipeline.receiver.app import ReceiverConfig
+        from sms_pipeline.receiver.server import run_receiver
+
+        secret = settings.webhook_secret or SecretStr(secrets.token_urlsafe(24))
+        config = ReceiverConfig.from_settings(settings.model_copy(update={"webhook_secret": secret}), url)
+        receiver = stack.enter_context(run_receiver(config))
+        registration.register(client, receiver.push_url, DEMO_PUSH_RATE)
+        self._settings, self._sim, self._client, self._clock = settings, sim, client, clock
+
+    def reconcile(self, conn: psycopg.Connection) -> None:
+        from sms_pipeline.ingest.delivery_codes import refresh_delivery_codes, stored_code_count
+        from sms_pipeline.reconcile.pushes import reconcile_pushes
+
+        deadline = time.monotonic() + PUSHES_CAUGHT_UP_S
+        while not self._sim.pushes.snapshot()["caught_up"]:
+            if time.monotonic() > deadline:
+                log.warning("demo: the simulator has not pushed every due receipt within %.0f s; "
+                            "the rest are reconciled later", PUSHES_CAUGHT_UP_S)
+                break
+            time.sleep(0.05)
+        if stored_code_count(conn) == 0:
+            refresh_delivery_codes(conn, self._client, self._clock)
+        s = self._settings
+        reconcile_pushes(conn, self._clock, provider_timezone=s.provider_timezone,
+                         correlation_window_s=s.correlation_window_s, hold_s=s.claim_lease_s)
 
 
 class _Sender:

@@ -40,6 +40,27 @@ def per_day(conn: psycopg.Connection, first: date, last: date, tz: str) -> list[
     return [DaySummary(**day, tieout=labels.get(day["day"], "no data")) for day in figures]
 
 
+@dataclass(frozen=True)
+class PushSummary:
+    """Receipt pushes the demo's receiver took and ``reconcile recent`` reconciled."""
+
+    received: int
+    reconciled: int
+    median_latency_s: float | None  # received -> reconciled, on the database's clock
+    p95_latency_s: float | None
+
+    def line(self) -> str:
+        if self.median_latency_s is None:
+            return f"receipt pushes: {self.received} received, none reconciled"
+        return (f"receipt pushes: {self.received} received, {self.reconciled} reconciled; push to reconciled "
+                f"median {self.median_latency_s:.1f} s, p95 {self.p95_latency_s:.1f} s")
+
+
+def pushes(conn: psycopg.Connection) -> PushSummary:
+    received, reconciled, median, p95 = queries.run(conn, "demo_push_latency").fetchone()
+    return PushSummary(received, reconciled, median, p95)
+
+
 def to_json(days: list[DaySummary], extra: dict) -> str:
     """Money as a decimal string (never a float), dates as ISO."""
     rows = [{**asdict(d), "day": d.day.isoformat(), "cost": str(d.cost)} for d in days]

@@ -12,7 +12,6 @@ rows it proved never submitted through the same mechanism
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal

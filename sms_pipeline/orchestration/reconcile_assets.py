@@ -35,7 +35,6 @@ from sms_pipeline.reconcile import health
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.housekeeping import run_upkeep
 from sms_pipeline.orchestration.asset_keys import (
-    COST_DAILY,
     DATA_ENGINEERING,
     DAY_REPORT,
     HEALTH_CHECK_TARGETS,

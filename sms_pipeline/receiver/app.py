@@ -161,9 +161,11 @@ class Receiver:
                                    check=ConnectionPool.check_connection)
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route(PUSH_PREFIX + "{secret}", self.push, methods=["POST"]),
-                                 Route(HEALTH_PATH, self.health, methods=["GET"])],
-                         lifespan=self._lifespan)
+        app = Starlette(routes=[Route(PUSH_PREFIX + "{secret}", self.push, methods=["POST"]),
+                                Route(HEALTH_PATH, self.health, methods=["GET"])],
+                        lifespan=self._lifespan)
+        app.router.redirect_slashes = False  # a redirect would repeat the path, secret and all, in Location
+        return app
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -194,7 +196,7 @@ class Receiver:
             return await self._refuse(str(exc), params)
         try:
             inserted = await self._run("receiver_store_push", **push.row())
-        except psycopg.IntegrityError as exc:  # a rule of the table the checks above missed: refused all the same
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:  # a rule the checks above missed: refused
             log.warning("receipt push refused by the database (%s)", _constraint(exc))
             return await self._refuse(f"refused by the database ({_constraint(exc)})", params)
         except _Unavailable:
@@ -225,7 +227,7 @@ class Receiver:
         """Run the named statement on a pooled connection (autocommit: committed when this returns); its row count."""
         try:
             waited, rowcount = await run_in_threadpool(self._execute, name, params)
-        except psycopg.IntegrityError:
+        except (psycopg.IntegrityError, psycopg.DataError):  # the push's fault, not the database's
             raise
         except psycopg.Error as exc:  # the pool's time-out included
             if not self._database_down:

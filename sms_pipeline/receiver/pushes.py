@@ -37,6 +37,9 @@ _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}", re.
 _KEPT_CHARS = 64
 _KEPT_DIGITS = 4
 _DIGIT_RUN = re.compile(r"[0-9]{%d,}" % (_KEPT_DIGITS + 1), re.ASCII)
+# What may be a phone number written in groups ("+91 98765-43210", "98 76 54 32 10"): masked whole.
+_NUMBER_DIGITS = 8
+_NUMBER_LIKE = re.compile(r"[+(]?[0-9][0-9 ().-]*[0-9]", re.ASCII)
 
 Parameters = Sequence[tuple[str, str]]
 
@@ -81,7 +84,7 @@ def _time(value: str, name: str, tz: ZoneInfo) -> datetime:
         raise MalformedPush(f"{name} is not a time YYYY-MM-DD HH:MM:SS")
     try:
         return parse_local(value, tz)
-    except InvalidLocalTime:
+    except (InvalidLocalTime, ValueError, OverflowError):  # a DST gap, 2026-02-30, year 0001 in UTC
         raise MalformedPush(f"{name} is not a valid date and time") from None
 
 
@@ -135,10 +138,12 @@ def _mask_digits(value: str, keep: int = 2) -> str:
 
 
 def redact(value: str, *, number: bool = False) -> str:
-    """``value`` safe to keep: cut to 64 characters; a ``number`` keeps only its last two digits, any
-    other value keeps runs of up to four digits (dates, times, short codes) and the last two of longer ones."""
-    value = value[:_KEPT_CHARS]
-    if number:
+    """``value`` safe to keep: cut to 64 characters, NUL spelled out; a ``number``, and any value made of
+    eight digits or more with only the separators numbers are written with (a number under another name,
+    perhaps in groups), keeps only its last two digits; any other value keeps runs of up to four digits
+    (times, short codes) and the last two of longer ones."""
+    value = value[:_KEPT_CHARS].replace("\x00", "\\0")  # a JSON document cannot hold NUL
+    if number or (_NUMBER_LIKE.fullmatch(value) and sum(ch.isdigit() for ch in value) >= _NUMBER_DIGITS):
         return _mask_digits(value)
     return _DIGIT_RUN.sub(lambda run: _mask_digits(run.group()), value)
 

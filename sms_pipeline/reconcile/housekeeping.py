@@ -51,6 +51,7 @@ class Upkeep:
     getdlr_rows_purged: int
     orphans_purged: int
     push_inbox_purged: int  # reconciled receipt pushes deleted from the inbox
+    push_rejects_purged: int  # refused pushes kept for a person, deleted after RESOLVED_ORPHAN_RETENTION
     message_partitions_dropped: int
 
 
@@ -97,6 +98,7 @@ def run_upkeep(
         message_partitions_dropped=messages_dropped,
         **retention,
     )
+
 
 def expire_unconfirmed(conn: psycopg.Connection, now: datetime, *, validity_h: int) -> int:
     """Only the validity sweep (``submitted`` past validity -> ``expired``); commits."""

@@ -18,7 +18,7 @@ running day and a day waits for a pass; the pushes are marked reconciled in
 that transaction, so a crash leaves them for the next pass. An event is
 keyed (msgId, status word) like every other, so a push and the same receipt
 in the day report or a getDlr pull are one event: whichever is staged first
-is stored; when both are staged together the day report's row is kept.
+is stored (the day run reads no pushes, so the two are never staged together).
 
 An early push (it came before the worker wrote the send's answer: no row
 has its msgId or transaction yet) is held: a msgId no pass found whose
@@ -40,11 +40,16 @@ import psycopg
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.db import queries
+from sms_pipeline.errors import UserError
 from sms_pipeline.reconcile import transaction
 from sms_pipeline.reconcile.apply import Applied, apply_receipts
 from sms_pipeline.reconcile.correlate import Correlation, correlate
 from sms_pipeline.reconcile.orphans import Orphans, settle_orphans
 from sms_pipeline.reconcile.receipts import ReceiptLoad, count_staged, stage_new_receipts, store_new_receipts
+
+
+class NoCodeTable(UserError):
+    """The provider's code table was never fetched: a pass would read every pushed code as unmapped."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,10 @@ def reconcile_pushes(
     days = [day for (day,) in queries.run(conn, "reconcile_push_days").fetchall()]
     if not days:
         return None
+    if queries.scalar(conn, "delivery_codes_count") == 0:
+        # Every code would read as unmapped, for good: the pushes wait until the table is fetched.
+        raise NoCodeTable("no stored code table (dlr.delivery_codes): receipt pushes wait in the inbox until "
+                          "the hourly job or `reconcile recent` fetches it")
     started = time.perf_counter()
     now = clock.now()
     window = timedelta(seconds=correlation_window_s)

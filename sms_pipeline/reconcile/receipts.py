@@ -10,9 +10,8 @@ with their raw spelling and counted.
 A receipt push (``dlr.receipt_push_inbox``) is one more source: its error
 code becomes the word of the provider's code table (``dlr.delivery_codes``),
 then the same normalisation; a code the table lacks is the unmapped word
-``CODE_<code>``. The day's run reads its day's waiting pushes beside its
-raw loads; a pass over new pushes (:mod:`sms_pipeline.reconcile.pushes`)
-reads only the waiting pushes.
+``CODE_<code>``. The day's run reads no pushes; a pass over new pushes
+(:mod:`sms_pipeline.reconcile.pushes`) reads only the waiting pushes.
 
 The new events are staged first (:func:`stage_new_receipts`, the
 temporary table ``reconcile_new_events``), correlated and decided with the
@@ -48,7 +47,7 @@ class ReceiptLoad:
 
 
 def stage_new_receipts(
-    conn: psycopg.Connection, day: date | None, now: datetime, *, push_days: Sequence[date]
+    conn: psycopg.Connection, day: date | None, now: datetime, *, push_days: Sequence[date] = ()
 ) -> ReceiptLoad:
     """Stage the events not stored yet of day ``day``'s raw loads (``None``: no raw loads) and of the
     waiting pushes of ``push_days``; what those sources held."""

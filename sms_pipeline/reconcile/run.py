@@ -6,11 +6,10 @@ temporary tables, each receipt event is written once (after its
 correlation and disposition are known, never stored uncorrelated and then
 rewritten), and a failure leaves the day exactly as it was.
 
-The day's receipt pushes still waiting in the inbox are read with its raw
-loads (one more source, ranked last); marking pushes reconciled, and
-holding back early ones, is the push pass's
-(:func:`sms_pipeline.reconcile.pushes.reconcile_pushes`), which runs the
-same steps over new pushes only.
+Receipt pushes are not read here: the push pass
+(:func:`sms_pipeline.reconcile.pushes.reconcile_pushes`) reads them, with
+the code-table guard and the hold for early pushes, and the day report
+carries the same receipts anyway.
 """
 
 from __future__ import annotations
@@ -112,7 +111,7 @@ def reconcile_day(
     with conn.transaction():
         transaction.lock(conn)
         transaction.use_set_based_memory(conn)
-        receipts = stage_new_receipts(conn, day, now, push_days=[day])
+        receipts = stage_new_receipts(conn, day, now)
         correlation = correlate(conn, day=(day_start, day_end), window=window, provider_timezone=tz, now=now)
         applied = apply_receipts(conn, window=window, provider_timezone=tz, now=now)
         store_new_receipts(conn, receipts, now)

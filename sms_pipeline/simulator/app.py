@@ -442,7 +442,6 @@ class SimulatorApp:
     # /schedule/read|update|delete and /campaign/read
     async def schedule_read(self, request: Request) -> Response:
         async def work(call: Call) -> Response:
-            params = call.params
             tz = self.state.timezone
             rows = [
                 {"uuId": s.transaction_id, "campaignId": s.campaign_id, "senderName": s.request.sender,

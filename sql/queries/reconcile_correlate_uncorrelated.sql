@@ -5,10 +5,14 @@
 -- event, so the ACCEPTD and the DELIVRD of one message count as one
 -- candidate. Transaction id, recipient and sender are the same on every
 -- event of one msgId, and so is the text: its fingerprint counts only when
--- every known one agrees (a disagreement is no evidence). A waiting event
--- stored before fingerprints has none, so the day's source rows of its
--- msgId lend theirs: a reloaded day can still tell apart the rows an old
--- receipt was ambiguous between.
+-- every known one agrees (a disagreement is no evidence). A waiting event may
+-- lack what the day's rows of its msgId know: one stored before fingerprints
+-- has no fingerprint, a push (stored first when it came before the day
+-- report) has no sender and no text. Those rows lend their fingerprint and
+-- sender (nothing else: a push carries its own transaction and recipient), so a
+-- reloaded day can still tell apart the rows an old receipt was ambiguous
+-- between, and a pushed receipt of a row whose send answer was lost is
+-- matched by reconstruction as the day report's own row would be.
 -- The submit time: getDlr's millisecond epoch when there is one (exact);
 -- otherwise the reading of a provider-local wall-clock time, which is a
 -- guess inside the repeated hour of a DST fall-back. For those, the other
@@ -42,11 +46,10 @@ per_id AS (
             SELECT msg_id, txn_id, recipient, sender_name, provider_submit_at, source, message_fingerprint
               FROM reconcile_new_events
             UNION ALL
-            -- the fingerprint alone (every other column NULL: no aggregate above changes)
-            SELECT msg_id, NULL, NULL, NULL, NULL, NULL, message_fingerprint
+            -- text and sender only (every other column NULL: no other aggregate above changes)
+            SELECT msg_id, NULL, NULL, sender_name, NULL, NULL, message_fingerprint
               FROM reconcile_source_rows
-             WHERE message_fingerprint IS NOT NULL
-               AND msg_id IN (SELECT provider_message_id FROM waiting)) AS events
+             WHERE msg_id IN (SELECT provider_message_id FROM waiting)) AS events
      GROUP BY provider_message_id
 )
 SELECT msg_id, txn_id, recipient, sender_name, submit_at, fingerprint,

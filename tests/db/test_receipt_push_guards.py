@@ -1,7 +1,8 @@
 """The receipt-push inbox's guards (V75, R__receipt_push.sql): a stored push is evidence.
 
 Only the reconciliation's mark may follow the insert, once; a row leaves
-only after it was reconciled (dlr.purge_receipt_push_inbox).
+only after it was reconciled (dlr.purge_receipt_push_inbox); refused pushes go
+after their horizon (dlr.purge_receipt_push_rejects).
 """
 
 from __future__ import annotations
@@ -56,3 +57,12 @@ def test_the_purge_removes_reconciled_pushes_older_than_the_horizon_only(db):
     assert db.execute("SELECT dlr.purge_receipt_push_inbox(%s)", (now - timedelta(hours=48),)).fetchone() == (1,)
     left = db.execute("SELECT provider_message_id FROM dlr.receipt_push_inbox ORDER BY 1").fetchall()
     assert left == [("4000000002",), ("4000000003",)]
+
+
+def test_refused_pushes_are_purged_after_the_horizon_only(db):
+    now = db.execute("SELECT now()").fetchone()[0]
+    for received_at in (now - timedelta(days=31), now - timedelta(days=29)):
+        db.execute("INSERT INTO dlr.receipt_push_rejects (received_at, reason, fields) VALUES (%s, 'bad', '{}')",
+                   (received_at,))
+    assert db.execute("SELECT dlr.purge_receipt_push_rejects(%s)", (now - timedelta(days=30),)).fetchone() == (1,)
+    assert db.execute("SELECT count(*) FROM dlr.receipt_push_rejects").fetchone() == (1,)

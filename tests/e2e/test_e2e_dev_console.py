@@ -5,10 +5,15 @@ through the webserver's GraphQL API, as the UI does). The terminal shows
 where the UI is and how to stop it, and nothing of the run: no INFO or DEBUG
 records, no dbt output. The log file has the services' INFO lines, the run's
 DEBUG events and dbt's output.
+
+Beside the UI, dev runs the receipt-push receiver, registered at its own
+simulator, and the ``reconcile recent`` loop: messages a worker sends now
+are delivered within a minute, and the push URL's secret is in no log.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -23,6 +28,7 @@ import psycopg
 import pytest
 
 from tests.support.environment import TEXT_HMAC_KEY
+from tests.support.worker import request
 from sms_pipeline.db import connection
 from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
 
@@ -103,6 +109,31 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
                 break
             time.sleep(3)
         assert status == "SUCCESS"
+
+        # Sent now, through dev's simulator: the receipts come back as pushes, reconciled within a minute.
+        simulator_url = console_path.read_text(encoding="utf-8").splitlines()[0].split(": ", 1)[1]
+        provider = dict(SMS_PROVIDER_BASE_URL=simulator_url, SMS_PROVIDER_USERID="demo", SMS_PROVIDER_PASSWORD="demo")
+        (tmp_path / "now.jsonl").write_text("".join(json.dumps(request(n, body=f"Order {n} is out")) + "\n"
+                                                    for n in range(20)), encoding="utf-8")
+        with psycopg.connect(db_url) as conn:
+            (before_send,) = conn.execute("SELECT clock_timestamp()").fetchone()
+        for command in (["enqueue", str(tmp_path / "now.jsonl")], ["worker", "--once"]):
+            done = subprocess.run([sys.executable, "-m", "sms_pipeline.cli", *command], env={**env, **provider},
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stdout + done.stderr
+        sent_at = time.monotonic()
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            while time.monotonic() - sent_at < 60 and _delivered(conn) < 10:
+                time.sleep(1)
+            delivered, pushed_and_reconciled = _delivered(conn), conn.execute(
+                "SELECT count(reconciled_at) FROM dlr.receipt_push_inbox WHERE received_at > %s",
+                (before_send,)).fetchone()[0]
+        # ~85% of the simulator's receipts are final within 30 s
+        assert delivered >= 10 and pushed_and_reconciled >= 10, (delivered, pushed_and_reconciled)
+        registered = httpx.get(f"{simulator_url}/webhook/read", params={"userid": "demo", "password": "demo"},
+                               timeout=10).json()["response"]["smswebhook"]
+        secret = registered.rsplit("/", 1)[1]
+        assert registered.startswith("http://127.0.0.1:") and len(secret) >= 16
     finally:
         os.killpg(process.pid, signal.SIGINT)
         try:
@@ -113,10 +144,11 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
 
     console_lines = console_path.read_text(encoding="utf-8").splitlines()
     assert console_lines[0].startswith("provider simulator: http://127.0.0.1:")
-    assert console_lines[1].startswith(f"Dagster UI: {base}")
+    assert console_lines[1].startswith("receipt pushes: http://127.0.0.1:") and "/dlr/***" in console_lines[1]
+    assert console_lines[2].startswith(f"Dagster UI: {base}")
     assert "the UI is up; Ctrl-C stops it" in console_lines
     assert console_lines[-1] == "stopped"
-    assert len(console_lines) <= 8, console_lines  # a clean start and run: nothing else
+    assert len(console_lines) <= 9, console_lines  # a clean start and run: nothing else
     console = "\n".join(console_lines)
     assert "Warning" not in console  # no Beta/Supersession notes
     assert not any(word in console for word in (" - INFO - ", " - DEBUG - ", "STEP_START", "Running dbt",
@@ -131,3 +163,12 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
     assert "RUN_SUCCESS" in logged
     assert "Running with dbt=" in logged and " START sql " in logged
     assert "provider API: http://127.0.0.1:" in (home / "logs" / "simulator.log").read_text(encoding="utf-8")
+    assert "reconciled=" in (home / "logs" / "reconcile-recent.log").read_text(encoding="utf-8")
+    for log_file in (home / "logs").iterdir():
+        assert secret not in log_file.read_text(encoding="utf-8"), log_file.name
+    assert secret not in "\n".join(console_lines)
+
+
+def _delivered(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM msg.outbound_message WHERE state = 'delivered' "
+                        "AND tenant_id = %s", (request(0)["tenant_id"],)).fetchone()[0]

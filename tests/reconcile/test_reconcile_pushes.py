@@ -14,75 +14,19 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 
 from sms_pipeline.core.clock import FrozenClock
-from sms_pipeline.core.provider_time import format_local, local_date, parse_local
 from sms_pipeline.ingest.delivery_codes import DeliveryCodesRefused, refresh_delivery_codes
 from sms_pipeline.provider.results import DeliveryCode
 from sms_pipeline.reconcile.housekeeping import run_upkeep
-from sms_pipeline.reconcile.pushes import PushPass, reconcile_pushes
+from sms_pipeline.reconcile.pushes import NoCodeTable, PushPass
 from sms_pipeline.reconcile.transaction import RECONCILE_LOCK
 from sms_pipeline.reconcile.run import reconcile_day
 from sms_pipeline.simulator import generation
 from tests.support.numbers import numbers
+from tests.support.pushes import (
+    HOLD_S, codes_from_provider, final_push, inbox, one_sent, provider_seconds, push, run_pass)
 from tests.support.reconcile import World, world_for
-
-HOLD_S = 300
-
-
-def _seconds(instant: datetime, world: World) -> datetime:
-    """``instant`` as a push carries it: provider-local, to the second."""
-    return parse_local(format_local(instant, world.tz), world.tz)
-
-
-def push(world: World, msg_id: str, code: str, *, done_at: datetime | None = None, received_ago_s: float = 0,
-         txn_id: str | None = None, recipient: str | None = None, submit_at: datetime | None = None) -> bool:
-    """Store one push as the receiver does; False when it was already stored (a repeat)."""
-    entry = next((e for e in world.ledger() if e.msg_id == msg_id), None)
-    submit = _seconds(submit_at or entry.submitted_at, world)
-    stored = world.conn.execute(
-        """INSERT INTO dlr.receipt_push_inbox (provider_message_id, error_code, provider_txn_id, recipient,
-                   provider_submit_at, provider_done_at, report_date, received_at)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp() - make_interval(secs => %s))
-           ON CONFLICT DO NOTHING""",
-        (msg_id, code, txn_id or (entry.transaction_id if entry else None), recipient or entry.mobile, submit,
-         _seconds(done_at, world) if done_at else submit + timedelta(seconds=4), local_date(submit, world.tz),
-         received_ago_s),
-    )
-    return stored.rowcount == 1
-
-
-def final_push(world: World, msg_id: str) -> bool:
-    """The push the provider sends for ``msg_id``'s final receipt (its code as the reports show it)."""
-    line = world.timeline(msg_id)
-    shown = generation.shown_final(generation.STATUSES[line.final], line.noise, 0.0)
-    done_at = world.submitted_at(msg_id) + timedelta(milliseconds=line.final_ms)
-    return push(world, msg_id, shown.error_code, done_at=done_at)
-
-
-def codes_from_provider(world: World) -> None:
-    with psycopg.connect(world.db_url, autocommit=True) as conn:
-        refresh_delivery_codes(conn, world.client, world.clock)
-
-
-def run_pass(world: World, **options: Any) -> PushPass | None:
-    with psycopg.connect(world.db_url, autocommit=True) as conn:
-        return reconcile_pushes(conn, world.clock, provider_timezone=world.tz,
-                                correlation_window_s=world.settings.correlation_window_s,
-                                hold_s=options.get("hold_s", HOLD_S))
-
-
-def inbox(world: World) -> list[dict[str, Any]]:
-    with world.conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute("SELECT * FROM dlr.receipt_push_inbox ORDER BY provider_message_id, error_code").fetchall()
-
-
-def one_sent(world: World, n: int = 1, start: int = 500) -> list[tuple[tuple, str]]:
-    """``n`` messages sent by the worker: (row key, the provider's msgId, which the row learns from a receipt)."""
-    recipients = numbers(n, start=start)
-    return list(zip(world.send(recipients), map(world.msg_id_of, recipients), strict=True))
-
 
 @pytest.fixture
 def codes(world):
@@ -97,7 +41,7 @@ def test_a_delivered_push_moves_a_submitted_row_to_delivered(codes):
     assert push(world, msg_id, "000", done_at=done)
     result = run_pass(world)
     row = world.row(key)
-    assert (row["state"], row["final_status"], row["delivered_at"]) == ("delivered", "DELIVRD", _seconds(done, world))
+    assert (row["state"], row["final_status"], row["delivered_at"]) == ("delivered", "DELIVRD", provider_seconds(done, world))
     (receipt,) = world.receipts(msg_id)
     assert (receipt["source"], receipt["outcome"], receipt["disposition"]) == ("push", "delivered", "applied")
     assert (result.reconciled, result.correlation.by_transaction, result.applied.moves) == (
@@ -163,20 +107,6 @@ def test_reordered_pushes_follow_the_forward_only_rule(codes):
         "UNDELIV": "applied", "DELIVRD": "conflicting_final"}
 
 
-def _answer_written(world: World, key: tuple, txn_id: str) -> None:
-    """The worker writes the send's answer (as worker_submit does: submitted, transaction id, billed)."""
-    world.conn.execute(
-        """UPDATE msg.outbound_message m
-              SET state = 'submitted', provider_txn_id = %(txn)s, submitted_at = %(now)s,
-                  billable_units = m.segments,
-                  (cost, cost_currency) = (SELECT m.segments * p.unit_price, p.currency
-                                             FROM msg.unit_price(m.tenant_id, m.channel, m.message_class,
-                                                                 %(now)s, %(tz)s) p)
-            WHERE id = %(id)s AND created_at = %(created_at)s""",
-        {"txn": txn_id, "now": world.clock.now(), "tz": world.tz.key, "id": key[0], "created_at": key[1]},
-    )
-
-
 def test_an_early_push_waits_and_matches_on_a_later_pass(codes):
     world = codes
     recipient = numbers(1, start=700)[0]
@@ -189,7 +119,7 @@ def test_an_early_push_waits_and_matches_on_a_later_pass(codes):
     again = run_pass(world)
     assert (again.held, again.reconciled) == (1, 0)  # still waiting: retried on every pass
     (entry,) = [e for e in world.ledger() if e.msg_id == msg_id]
-    _answer_written(world, key, entry.transaction_id)
+    world.answer_written(key, entry.transaction_id)
     late = run_pass(world)
     assert (late.held, late.reconciled, late.correlation.by_transaction) == (0, 1, 1)
     row = world.row(key)
@@ -208,7 +138,7 @@ def test_a_push_nothing_matches_after_the_hold_becomes_an_orphan_the_daily_run_r
     (receipt,) = world.receipts(msg_id)
     assert (receipt["correlation_result"], receipt["message_id"]) == ("not_found", None)
     (entry,) = [e for e in world.ledger() if e.msg_id == msg_id]
-    _answer_written(world, key, entry.transaction_id)
+    world.answer_written(key, entry.transaction_id)
     assert run_pass(world) is None  # reconciled: the push pass does not look again
     with psycopg.connect(world.db_url, autocommit=True) as conn:
         day = reconcile_day(conn, world.day, world.clock, provider_timezone=world.tz,
@@ -364,11 +294,50 @@ def test_the_upkeep_purges_reconciled_pushes_after_the_horizon_only(codes):
     assert len(world.receipts(msg_id)) == 1  # the receipt event stays
 
 
-def test_a_push_never_moves_an_unmapped_row_by_its_delivered_time(world):
-    # No code table at all: every code is unmapped, whatever times the push carries.
+def test_without_a_code_table_pushes_wait_and_the_daily_run_reads_none(world):
+    # Read without the table, every code would become an unmapped event for good: the pass refuses,
+    # and the daily run reads no pushes at all (the day report carries the same receipts).
     ((key, msg_id),) = one_sent(world)
-    assert push(world, msg_id, "000", done_at=world.clock.now() + timedelta(seconds=3))
-    run_pass(world)
-    (receipt,) = world.receipts(msg_id)
-    assert (receipt["status_word"], receipt["outcome"]) == ("CODE_000", "unmapped")
-    assert world.row(key)["state"] == "submitted"
+    assert final_push(world, msg_id)
+    with pytest.raises(NoCodeTable, match="wait in the inbox"):
+        run_pass(world)
+    world.move_to(world.at(world.day + timedelta(days=1), 3))
+    world.run_daily(world.day)
+    assert {r["source"] for r in world.receipts(msg_id)} == {"day_report"}
+    assert [row["reconciled_at"] for row in inbox(world)] == [None]
+    codes_from_provider(world)
+    assert run_pass(world).reconciled == 1
+    assert not [r for r in world.receipts(msg_id) if r["status_word"].startswith("CODE_")]
+
+
+def _lost_answers_pushed_first(world: World, *, pushes: bool) -> dict[str, tuple]:
+    """Three rows whose send answer was lost (unknown); with ``pushes``, their final receipts are pushed and
+    stored first, held no longer (older than the hold); then the day closes and the daily run reads the day
+    report."""
+    recipients = numbers(3, start=900)
+    keys = world.send_ambiguous(recipients, "accept_then_drop")
+    if pushes:
+        codes_from_provider(world)
+        for recipient in recipients:
+            msg_id = world.msg_id_of(recipient)
+            line = world.timeline(msg_id)
+            shown = generation.shown_final(generation.STATUSES[line.final], line.noise, 0.0)
+            done_at = world.submitted_at(msg_id) + timedelta(milliseconds=line.final_ms)
+            assert push(world, msg_id, shown.error_code, done_at=done_at, recipient=recipient,
+                        received_ago_s=HOLD_S + 60)
+        assert run_pass(world).correlation.not_found == 3  # no row has the msgId or the transaction
+    world.move_to(world.at(world.day + timedelta(days=1), 3))
+    world.run_daily(world.day)
+    return {r: (world.row(k)["state"], world.row(k)["provider_message_id"], world.row(k)["correlation_evidence"])
+            for r, k in zip(recipients, keys, strict=True)}
+
+
+def test_a_pushed_receipt_stored_first_never_makes_a_lost_answer_harder_to_match(db_url, second_db_url, tmp_path):
+    """A push has no sender and no text; the day report's row for the same event lends them to correlation,
+    so the row ends as in a push-free run (matched by reconstruction), not left unknown."""
+    for world in world_for(db_url, tmp_path / "pushed"):
+        pushed = _lost_answers_pushed_first(world, pushes=True)
+    for world in world_for(second_db_url, tmp_path / "push_free"):
+        push_free = _lost_answers_pushed_first(world, pushes=False)
+    assert pushed == push_free
+    assert {state for state, _, _ in push_free.values()} <= {"delivered", "failed", "expired"}

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from sms_pipeline.cli.reconcile_cmds import interval
-from tests.reconcile.test_reconcile_pushes import inbox, one_sent, push
+from tests.support.pushes import inbox, one_sent, push
 from tests.support.environment import app_environ, provider_variables
 
 

@@ -88,6 +88,10 @@ class World:
 
     def _submitted(self, recipient, text, sender, message_class, txn_id) -> tuple:
         key = self._insert(recipient, text, sender, message_class, state="sending", claimed_at=self.clock.now())
+        return self.answer_written(key, txn_id)
+
+    def answer_written(self, key: tuple, txn_id: str) -> tuple:
+        """The worker writes a `sending` row's accepted answer (as worker_submit does: submitted, billed)."""
         self.conn.execute(
             """UPDATE msg.outbound_message m
                   SET state = 'submitted', provider_txn_id = %(txn)s, submitted_at = %(now)s,
