@@ -82,6 +82,9 @@ def test_threads_of_one_worker_send_every_row_once(db, db_url, sim, client, cloc
     summary = make_worker(db_url, client, clock, batch_size=100, concurrency=3).run(once=True)
 
     assert states(db) == {"submitted": 2_000}
-    assert (summary.claimed, summary.submitted, summary.requests) == (2_000, 2_000, 20)
+    assert (summary.claimed, summary.submitted) == (2_000, 2_000)
+    # Full batches, except where the threads' claims meet at the end of the queue: SKIP LOCKED leaves each
+    # the rows the others have not locked, so the last 100 can go out in up to three requests.
+    assert 20 <= summary.requests <= 22
     mobiles = Counter(e.mobile for e in sim.state.ledger_entries())
     assert len(mobiles) == 2_000 and set(mobiles.values()) == {1}
