@@ -92,6 +92,12 @@ def _postgres_url(raw: str) -> str:
     return raw
 
 
+def _port(value: int) -> int:
+    if not 1 <= value <= 65535:
+        raise ValueError("must be a port number from 1 to 65535")
+    return value
+
+
 def _segment_limit(value: int) -> int:
     # A concatenated SMS has at most 255 parts (its header counts them in one byte).
     if not 1 <= value <= 255:
@@ -175,6 +181,7 @@ Zone = Annotated[ZoneInfo, BeforeValidator(_zone)]
 PostgresUrl = Annotated[str, AfterValidator(_postgres_url)]
 SegmentLimit = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_segment_limit)]
 ParameterName = Annotated[str, AfterValidator(_parameter_name)]
+Port = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_port)]
 
 
 def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:
@@ -294,6 +301,31 @@ class Settings(BaseSettings):
         "receipt-push parameter carrying the final time (stamped on failures too)")
     receiver_pool_size: PositiveInt = _setting(
         "SMS_PIPELINE_RECEIVER_POOL_SIZE", 10, "database connections one receiver process keeps")
+    alert_webhook_url: SecretStr | None = _setting(
+        "SMS_PIPELINE_ALERT_WEBHOOK_URL", None,
+        "URL alerts are posted to as JSON (a Slack incoming webhook or any service reading its `text` field); "
+        "unset = no webhook alerts")
+    alert_smtp_url: SecretStr | None = _setting(
+        "SMS_PIPELINE_ALERT_SMTP_URL", None,
+        "mail server for alerts: smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps://...; "
+        "unset = no mail alerts")
+    alert_email_to: str | None = _setting(
+        "SMS_PIPELINE_ALERT_EMAIL_TO", None, "addresses (comma-separated) alert mails go to")
+    alert_email_from: str = _setting(
+        "SMS_PIPELINE_ALERT_EMAIL_FROM", "sms-pipeline@localhost", "sender address of alert mails")
+    ui_url: Annotated[str, AfterValidator(_http_url)] = _setting(
+        "SMS_PIPELINE_UI_URL", "http://127.0.0.1:3000", "address of the Dagster UI, for the run links in alerts")
+    metrics_port: Port | None = _setting(
+        "SMS_PIPELINE_METRICS_PORT", None,
+        "port a worker serves Prometheus metrics on (/metrics); unset = none")
+    message_retention_days: NonNegativeInt = _setting(
+        "SMS_PIPELINE_MESSAGE_RETENTION_DAYS", 400,
+        "days message rows are kept: month partitions wholly older are dropped by the daily upkeep (the marts "
+        "keep their aggregates); 0 = keep for ever")
+    redact_bodies_after_days: NonNegativeInt = _setting(
+        "SMS_PIPELINE_REDACT_BODIES_AFTER_DAYS", 30,
+        "days after which the body of a message in a final state is replaced by its fingerprint and length; "
+        "0 = never")
     provider_base_url: Annotated[str, AfterValidator(_http_url)] = _setting(
         "SMS_PROVIDER_BASE_URL", "https://unify.smsgateway.center/SMSApi", "provider API base URL")
     provider_userid: str = _setting("SMS_PROVIDER_USERID", "demo", "provider account user id")
@@ -323,6 +355,27 @@ class Settings(BaseSettings):
         if self.database_url is not None and self.text_hmac_key is None:
             raise ValueError("SMS_PIPELINE_TEXT_HMAC_KEY is required when SMS_PIPELINE_DATABASE_URL is set "
                              "(the worker and Dagster must share the text fingerprint key)")
+        return self
+
+    @field_validator("alert_webhook_url")
+    @classmethod
+    def _alert_webhook(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            _http_url(value.get_secret_value())
+        return value
+
+    @field_validator("alert_smtp_url")
+    @classmethod
+    def _smtp_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("smtp://", "smtps://")):
+            raise ValueError("must start with smtp:// or smtps://")
+        return value
+
+    @model_validator(mode="after")
+    def _mail_needs_recipients(self) -> Settings:
+        if self.alert_smtp_url is not None and not self.alert_email_to:
+            raise ValueError("SMS_PIPELINE_ALERT_SMTP_URL is set but SMS_PIPELINE_ALERT_EMAIL_TO is not: "
+                             "alert mails would go to nobody")
         return self
 
     @field_validator("webhook_secret")
