@@ -38,7 +38,7 @@ import time
 import uuid
 import zipfile
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, time as clock_time, timedelta
@@ -61,7 +61,7 @@ from sms_pipeline.ingest.day_report import load_day_report
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.reconcile.run import reconcile_day
 
-from day_traffic import (TZ_NAME, Traffic, TrafficDay, load_outbound_rows, local_instant, prepare_database,
+from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, local_instant, prepare_database,
                          settings_environ, simulated_traffic, utc_now)
 
 # Named statements -> the stage they belong to.

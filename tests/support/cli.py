@@ -52,3 +52,9 @@ def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cli
         return code, out, err
 
     return run_command
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    """A JSON-lines (or any line) file for a CLI command to read."""
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -7,18 +7,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from tests.support.cli import write_lines
 from tests.support.environment import app_environ, provider_variables
 from tests.support.numbers import digits
 from tests.support.worker import FOREIGN_NUMBER, enqueue, ledger, make_worker, request, rows, states
 
 from sms_pipeline.simulator.server import run_simulator
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def test_enqueue_loads_good_lines_reports_bad_ones_by_line_and_field_and_exits_non_zero(run, db, tmp_path):

@@ -11,10 +11,11 @@ second OTP inside the provider's retry-after is refused at intake.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from tests.support.cli import write_lines
 from tests.support.environment import provider_variables
 from tests.support.otp import TEMPLATE, otp_request
 from tests.support.worker import TEXT_KEY, enqueue, ledger, make_worker, request, states
@@ -30,11 +31,6 @@ from sms_pipeline.simulator.server import run_simulator
 
 LANDLINE = "+91 11 2345 6789"  # Delhi: a valid number, not a mobile's
 BOM = "\ufeff"
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def hostile_file(path: Path) -> tuple[Path, dict[int, str], list[int]]:
