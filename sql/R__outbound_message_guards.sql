@@ -10,7 +10,8 @@
 -- The last guard against bugs (set-based statements must still select only
 -- legal transitions themselves): the whole transition table, identity,
 -- money, text fingerprint and correlation evidence that never change once
--- written, and updated_at that moves only when something really changed.
+-- written, body and recipient that change only by redaction or erasure,
+-- and updated_at that moves only when something really changed.
 CREATE OR REPLACE FUNCTION msg.outbound_message_before_update() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
@@ -57,6 +58,35 @@ BEGIN
        AND NEW.correlation_evidence IS DISTINCT FROM OLD.correlation_evidence THEN
         RAISE EXCEPTION 'msg.outbound_message id=%: correlation_evidence is immutable once set', OLD.id
               USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_evidence_immutable',
+                    TABLE = 'outbound_message', SCHEMA = 'msg';
+    END IF;
+
+    -- Two erasures are the only changes of the text and the number
+    -- (docs/design.md#redaction-and-erasure), each once and for good: the body
+    -- goes (its length kept) only from a final row or with its number, and
+    -- the number becomes its marker only on a row no worker will send and
+    -- none of whose receipts still needs the number to find it (a sent row
+    -- without a msgId is matched by transaction + recipient or by
+    -- reconstruction, both on the number).
+    IF NEW.body IS DISTINCT FROM OLD.body OR NEW.body_length IS DISTINCT FROM OLD.body_length
+       OR NEW.body_redacted_at IS DISTINCT FROM OLD.body_redacted_at THEN
+        IF OLD.body IS NULL OR NEW.body IS NOT NULL
+           OR NEW.body_length IS DISTINCT FROM char_length(OLD.body)
+           OR NOT (NEW.state IN ('delivered', 'failed', 'rejected', 'expired', 'superseded')
+                   OR NEW.recipient ~ '^erased:[0-9a-f]{16}$') THEN
+            RAISE EXCEPTION 'msg.outbound_message id=%: a body only goes, once, from a final or erased row (% row)',
+                            OLD.id, NEW.state
+                  USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_body_redaction',
+                        TABLE = 'outbound_message', SCHEMA = 'msg';
+        END IF;
+    END IF;
+    IF NEW.recipient IS DISTINCT FROM OLD.recipient
+       AND (OLD.recipient ~ '^erased:' OR NEW.recipient !~ '^erased:[0-9a-f]{16}$'
+            OR NEW.state IN ('pending', 'claimed', 'sending')
+            OR (NEW.state IN ('submitted', 'unknown') AND NEW.provider_message_id IS NULL)) THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: a recipient only becomes its erased marker, once, on a row not being sent or awaiting reconciliation (% row)',
+                        OLD.id, NEW.state
+              USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_recipient_erasure',
                     TABLE = 'outbound_message', SCHEMA = 'msg';
     END IF;
 

@@ -3,7 +3,8 @@
 -- here, never in a new V file.
 --
 -- A stored push is evidence: what the provider said never changes. The only
--- write after the insert is the reconciliation's mark, once; a row leaves
+-- write after the insert is the reconciliation's mark, once (and an erased
+-- number's marker, by `messages forget`); a row leaves
 -- only after it was reconciled (the purge). Refusals are check_violation with
 -- the trigger's name as constraint name.
 CREATE OR REPLACE FUNCTION dlr.receipt_push_inbox_guard() RETURNS trigger
@@ -18,6 +19,16 @@ BEGIN
                         TABLE = 'receipt_push_inbox', SCHEMA = 'dlr';
         END IF;
         RETURN OLD;
+    END IF;
+    -- `messages forget` (docs/design.md#redaction-and-erasure): the number, and nothing else, becomes its marker.
+    IF NEW.recipient IS DISTINCT FROM OLD.recipient AND OLD.recipient !~ '^erased:'
+       AND NEW.recipient ~ '^erased:[0-9a-f]{16}$'
+       AND (NEW.provider_message_id, NEW.error_code, NEW.provider_txn_id, NEW.provider_submit_at,
+            NEW.provider_done_at, NEW.report_date, NEW.received_at, NEW.reconciled_at)
+           IS NOT DISTINCT FROM
+           (OLD.provider_message_id, OLD.error_code, OLD.provider_txn_id, OLD.provider_submit_at,
+            OLD.provider_done_at, OLD.report_date, OLD.received_at, OLD.reconciled_at) THEN
+        RETURN NEW;
     END IF;
     IF OLD.reconciled_at IS NOT NULL
        OR NEW.reconciled_at IS NULL

@@ -30,10 +30,101 @@ BEGIN
 END;
 $$;
 
--- Retention for messages: detach and drop every monthly partition that ends
--- on or before p_before, together with its registry and lookup entries (the
--- keys of dropped rows are released). A partition that still has OTP sidecar
--- rows is skipped with a NOTICE (purge the sidecar first). Returns how many
+-- What message retention would do with each monthly partition, and why
+-- (docs/design.md#retention). verdict:
+--   within_horizon   the month ends after p_before, or p_before is NULL (kept
+--                    for ever); rows: the planner's estimate
+--   otp_sidecar      OTP verifications or requests still reference it (the
+--                    sidecar purge runs first; their foreign keys pin it)
+--   marts_not_built  a mart (a table of schema marts) has no build of the day
+--                    of some row's send attempt since that row last changed:
+--                    unbuilt_mart and unbuilt_attempt_at name the first such
+--   older_month_kept an older month is kept for the marts: such months go
+--                    oldest first, so every mart day up to the floor
+--                    (msg.message_retention_floor) has been built before its
+--                    rows go, and no day after it ever loses one
+--   drop             every mart keeps each row's day: the marts no longer read it
+-- A send attempt is what the marts group a row by:
+-- coalesce(submitted_at, claimed_at, created_at) (int_messages__final_state).
+-- Read-only; msg.drop_message_partitions_before drops the 'drop' ones.
+CREATE OR REPLACE FUNCTION msg.message_partition_retention(p_before timestamptz)
+RETURNS TABLE (partition regclass, month date, message_rows bigint, rows_estimated boolean,
+               last_attempt_at timestamptz, verdict text, unbuilt_mart text, unbuilt_attempt_at timestamptz)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    part record;
+    lower_bound timestamptz;
+    upper_bound timestamptz;
+    older_kept boolean := false;
+BEGIN
+    FOR part IN SELECT * FROM msg.month_partitions('msg.outbound_message', 'outbound_message') LOOP
+        partition := part.partition;
+        month := part.month;
+        lower_bound := part.month::timestamp AT TIME ZONE 'UTC';
+        upper_bound := (part.month + interval '1 month')::timestamp AT TIME ZONE 'UTC';
+        unbuilt_mart := NULL;
+        unbuilt_attempt_at := NULL;
+        last_attempt_at := NULL;
+        IF p_before IS NULL OR upper_bound > p_before THEN
+            -- no scan of a live month: the planner's estimate is enough to show
+            SELECT nullif(greatest(c.reltuples, -1), -1)::bigint INTO message_rows
+              FROM pg_class c WHERE c.oid = part.partition;
+            rows_estimated := true;
+            verdict := 'within_horizon';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        rows_estimated := false;
+        EXECUTE format('SELECT count(*), max(coalesce(submitted_at, claimed_at, created_at)) FROM %s',
+                       part.partition)
+           INTO message_rows, last_attempt_at;
+        IF older_kept THEN
+            verdict := 'older_month_kept';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        EXECUTE format(
+            $q$SELECT marts.tablename::text, m.attempt_at
+                 FROM pg_tables AS marts
+                 CROSS JOIN LATERAL (
+                     SELECT coalesce(r.submitted_at, r.claimed_at, r.created_at) AS attempt_at
+                       FROM %s AS r
+                      WHERE NOT EXISTS (
+                                SELECT 1 FROM msg.mart_build_days b
+                                 WHERE b.mart = marts.tablename
+                                   AND b.starts_at <= coalesce(r.submitted_at, r.claimed_at, r.created_at)
+                                   AND b.ends_at > coalesce(r.submitted_at, r.claimed_at, r.created_at)
+                                   AND b.built_at >= r.updated_at)
+                      ORDER BY 1
+                      LIMIT 1) AS m
+                WHERE marts.schemaname = 'marts'
+                ORDER BY m.attempt_at, 1
+                LIMIT 1$q$, part.partition)
+           INTO unbuilt_mart, unbuilt_attempt_at;
+        IF unbuilt_mart IS NOT NULL THEN
+            verdict := 'marts_not_built';
+            older_kept := true;
+        ELSIF EXISTS (SELECT 1 FROM msg.otp_verification
+                       WHERE message_created_at >= lower_bound AND message_created_at < upper_bound)
+              OR EXISTS (SELECT 1 FROM msg.otp_request
+                          WHERE message_created_at >= lower_bound AND message_created_at < upper_bound) THEN
+            verdict := 'otp_sidecar';
+        ELSE
+            verdict := 'drop';
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+-- Retention for messages: detach and drop every monthly partition
+-- msg.message_partition_retention says 'drop' for (it ends on or before
+-- p_before, no OTP sidecar row references it, every mart keeps the days of
+-- its rows), together with its registry and lookup entries (the keys of
+-- dropped rows are released), and raise msg.message_retention_floor to its
+-- last send attempt so that no mart day reading it is ever rebuilt. Every
+-- other partition past p_before is kept with a NOTICE. Returns how many
 -- were dropped.
 CREATE OR REPLACE FUNCTION msg.drop_message_partitions_before(p_before timestamptz) RETURNS int
 LANGUAGE plpgsql
@@ -45,22 +136,25 @@ DECLARE
     dropped int := 0;
 BEGIN
     PERFORM pg_advisory_xact_lock('msg.outbound_message'::regclass::oid::bigint);
-    FOR part IN SELECT * FROM msg.month_partitions('msg.outbound_message', 'outbound_message') LOOP
-        lower_bound := part.month::timestamp AT TIME ZONE 'UTC';
-        upper_bound := (part.month + interval '1 month')::timestamp AT TIME ZONE 'UTC';
-        CONTINUE WHEN upper_bound > p_before;
-        IF EXISTS (SELECT 1 FROM msg.otp_verification
-                    WHERE message_created_at >= lower_bound AND message_created_at < upper_bound) THEN
-            RAISE NOTICE 'drop_message_partitions_before: % kept, OTP verifications still reference it',
-                         part.partition;
+    FOR part IN SELECT * FROM msg.message_partition_retention(p_before) WHERE verdict <> 'within_horizon' LOOP
+        IF part.verdict <> 'drop' THEN
+            RAISE NOTICE 'drop_message_partitions_before: % kept (%)', part.partition, part.verdict;
             CONTINUE;
         END IF;
+        lower_bound := part.month::timestamp AT TIME ZONE 'UTC';
+        upper_bound := (part.month + interval '1 month')::timestamp AT TIME ZONE 'UTC';
         DELETE FROM msg.business_key_registry
          WHERE message_created_at >= lower_bound AND message_created_at < upper_bound;
         DELETE FROM msg.provider_message_id_registry
          WHERE message_created_at >= lower_bound AND message_created_at < upper_bound;
         DELETE FROM msg.message_lookup
          WHERE message_created_at >= lower_bound AND message_created_at < upper_bound;
+        IF part.last_attempt_at IS NOT NULL THEN
+            INSERT INTO msg.message_retention_floor AS f (last_dropped_attempt_at)
+            VALUES (part.last_attempt_at)
+            ON CONFLICT (singleton) DO UPDATE
+               SET last_dropped_attempt_at = greatest(f.last_dropped_attempt_at, excluded.last_dropped_attempt_at);
+        END IF;
         EXECUTE format('ALTER TABLE msg.outbound_message DETACH PARTITION %s', part.partition);
         EXECUTE format('DROP TABLE %s', part.partition);
         dropped := dropped + 1;

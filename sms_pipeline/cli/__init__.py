@@ -15,32 +15,49 @@ import warnings
 
 from sms_pipeline.errors import UserError
 
-# Modules that contribute sub-commands, in the order `--help` lists them.
-COMMAND_MODULES = (
-    "sms_pipeline.cli.db",
-    "sms_pipeline.cli.settings_cmd",
-    "sms_pipeline.cli.simulator",
-    "sms_pipeline.cli.report_cmds",
-    "sms_pipeline.cli.worker_cmds",
-    "sms_pipeline.cli.receiver_cmds",
-    "sms_pipeline.cli.otp_cmds",
-    "sms_pipeline.cli.pipeline_cmds",
-    "sms_pipeline.cli.reconcile_cmds",
-    "sms_pipeline.cli.dev_cmd",
-    "sms_pipeline.cli.demo_cmd",
-)
+# Modules that contribute sub-commands, in the order `--help` lists them, with
+# the commands each registers: a command line naming one of them imports only
+# its module, so that quick commands (a `health` probe every minute) do not pay
+# for the imports of the others (the simulator's server, the worker's client).
+COMMAND_MODULES = {
+    "sms_pipeline.cli.db": ("db",),
+    "sms_pipeline.cli.settings_cmd": ("settings",),
+    "sms_pipeline.cli.simulator": ("simulator",),
+    "sms_pipeline.cli.report_cmds": ("report",),
+    "sms_pipeline.cli.worker_cmds": ("enqueue", "rates", "worker", "messages"),
+    "sms_pipeline.cli.receiver_cmds": ("receiver", "webhook"),
+    "sms_pipeline.cli.metrics_cmds": ("metrics",),
+    "sms_pipeline.cli.otp_cmds": ("otp",),
+    "sms_pipeline.cli.pipeline_cmds": ("materialize",),
+    "sms_pipeline.cli.reconcile_cmds": ("reconcile",),
+    "sms_pipeline.cli.retention_cmds": ("retention",),
+    "sms_pipeline.cli.health_cmd": ("health",),
+    "sms_pipeline.cli.alerts_cmds": ("alerts",),
+    "sms_pipeline.cli.dev_cmd": ("dev",),
+    "sms_pipeline.cli.demo_cmd": ("demo",),
+}
 
 log = logging.getLogger("sms_pipeline.cli")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _modules_for(argv: list[str] | None) -> list[str]:
+    """The command module the command line names, else (help, a typo) every one."""
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    for module, commands in COMMAND_MODULES.items():
+        if words and words[0] in commands:
+            return [module]
+    return list(COMMAND_MODULES)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``argv``'s command (all commands when ``argv`` names none of them)."""
     parser = argparse.ArgumentParser(
         prog="sms-pipeline",
         description="Send SMS, reconcile provider reports, build cost/latency/delivery marts.",
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="debug logs and full tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name in _modules_for(argv):
         importlib.import_module(name).register(sub)
     return parser
 
@@ -50,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     # project pins its version, so these notes are noise on a terminal.
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     warnings.filterwarnings("ignore", message=r".*is superseded.*")
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         from sms_pipeline import logging as logging_setup, settings

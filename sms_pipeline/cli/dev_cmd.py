@@ -229,6 +229,8 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             except UserError as exc:
                 raise UserError(f"{exc} (its output: {log_path})") from None
 
+    # A service manager stops with SIGTERM: stop the children as Ctrl-C does, never leave them holding the ports.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
             sim_port = args.simulator_port or _free_port(args.host)

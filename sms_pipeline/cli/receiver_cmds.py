@@ -86,7 +86,8 @@ def run_receiver(args: argparse.Namespace, settings: Settings) -> int:
     config = ReceiverConfig.from_settings(settings, url)
 
     def started(base_url: str) -> None:
-        print(f"receiver: POST {shown_url(base_url)} (counts: GET {base_url}/healthz); Ctrl-C stops it", flush=True)
+        print(f"receiver: POST {shown_url(base_url)} (counts: GET {base_url}/healthz, {base_url}/metrics); "
+              "Ctrl-C stops it", flush=True)
 
     main_thread = threading.current_thread() is threading.main_thread()
     # A plain `kill` stops it like Ctrl-C: uvicorn finishes the requests in flight and the pool closes; exit 0.

@@ -1,10 +1,11 @@
-"""``sms-pipeline enqueue | rates load | worker | messages show | messages replay``."""
+"""``sms-pipeline enqueue | rates load | worker | messages show | messages replay`` (``messages forget``: forget_cmd)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from sms_pipeline.db import connection, migrate
 from sms_pipeline.errors import UserError
 from sms_pipeline.send.otp import OtpPolicy, otp_strategies
 from sms_pipeline.provider.client import ProviderClient
+from sms_pipeline.cli.metrics_cmds import serving
+from sms_pipeline.cli import forget_cmd
 from sms_pipeline.cli.signals import stop_on_signals
 from sms_pipeline.settings import Settings
 from sms_pipeline import intake, rates
@@ -68,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("message_id", type=int, metavar="ID")
     replay.add_argument("--reason", required=True, help="why (kept on the superseded row)")
     replay.set_defaults(handler=replay_message)
+    forget_cmd.add_parser(message_actions, _database_url)
 
 
 def _positive(raw: str) -> int:
@@ -153,7 +157,9 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
             breaker=CircuitBreaker(settings.circuit_breaker_failures, settings.circuit_breaker_cooldown_s),
             concurrency=args.concurrency or settings.worker_concurrency,
         )
-        with stop_on_signals(lambda: worker.stop("signal"), "finishing the request in flight"):
+        metrics = nullcontext() if settings.metrics_port is None else \
+            serving(worker.metrics.registry, "0.0.0.0", settings.metrics_port)
+        with metrics, stop_on_signals(lambda: worker.stop("signal"), "finishing the request in flight"):
             summary = worker.run(once=args.once)
     print(f"requests={summary.requests} claimed={summary.claimed} submitted={summary.submitted} "
           f"rejected={summary.rejected} unknown={summary.unknown} released={summary.released} "

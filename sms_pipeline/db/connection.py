@@ -80,9 +80,20 @@ def app_url_for(database_url: str | None, home: Path) -> str:
     return with_database(admin, APP_DATABASE)
 
 
-def connect_url(url: str, *, autocommit: bool = False) -> psycopg.Connection:
+def running_app_url(settings: Settings) -> str:
+    """:func:`app_url` without starting or creating anything: the embedded server must already run."""
+    if settings.database_url:
+        return settings.database_url
+    admin = embedded.running_uri(settings.home)
+    if admin is None:
+        raise DatabaseUnavailable(f"database not running: the embedded Postgres in {settings.home} is stopped "
+                                  "(any command that uses the database starts it, e.g. `sms-pipeline db status`)")
+    return with_database(admin, APP_DATABASE)
+
+
+def connect_url(url: str, *, autocommit: bool = False, connect_timeout_s: int = 10) -> psycopg.Connection:
     try:
-        return psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
+        return psycopg.connect(url, autocommit=autocommit, connect_timeout=connect_timeout_s)
     except psycopg.OperationalError as exc:
         log.debug("connection failed", exc_info=True)
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__

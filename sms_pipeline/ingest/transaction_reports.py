@@ -190,6 +190,8 @@ def store_transaction_report(
         with queries.copy(conn, "ingest_txn_report_rows_copy", identifiers={"columns": _COLUMN_LIST}) as sink:
             for record in records:
                 sink.write_row(record)
+        # Erased numbers stay erased (docs/design.md#redaction-and-erasure).
+        queries.run(conn, "erasure_mask_landed", kind="txn", scope_date=None, transaction_id=transaction_id)
     return "changed" if records else "empty"
 
 

@@ -4,7 +4,9 @@
   pipeline's one day-partitions object and backfill policy. A run for
   partitions ``[first, last]`` hands dbt the window of
   ``windows.marts_window`` (the partitions plus the lookback days) as
-  ``--vars``; with ``full_refresh`` it rebuilds every day up to ``last``.
+  ``--vars``; with ``full_refresh`` it rebuilds every day from the message
+  retention horizon up to ``last`` and keeps older days' rows. No run
+  rebuilds a day whose messages retention dropped (:func:`build_window`).
 * ``marts_views``: staging and intermediate views (selector ``marts_views``).
   A view holds no days, but it sits between day-partitioned assets and
   day-partitioned marts: partitioned alike (the same days, the same policy),
@@ -16,7 +18,7 @@
 dbt tests are asset checks (dagster-dbt); the tie-out check fails on any day
 that does not tie out: an ERROR on a residual nobody can explain, a WARN
 with its breakdown when the buckets explain it. A weekly schedule rebuilds
-the marts from scratch, catching changes older than the lookback.
+the marts from the retention horizon, catching changes older than the lookback.
 """
 
 
@@ -24,15 +26,17 @@ import dataclasses
 import json
 import tempfile
 from collections.abc import Iterator, Mapping
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import psycopg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, DbtProject, dbt_assets
 from pydantic import Field
 
+from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.marts import cost_report, tieout
 from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_project, manifest_in_database, prepare_manifest
@@ -51,8 +55,9 @@ from sms_pipeline.orchestration.resources import (
     ReportGuardResource,
 )
 from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS
-from sms_pipeline.orchestration.windows import dbt_vars, marts_window
+from sms_pipeline.orchestration.windows import Window, dbt_vars, marts_window, window_for_days
 from sms_pipeline.provider.results import ProviderCallError
+from sms_pipeline.reconcile import retention
 
 MARTS_GROUP = "marts"
 # Two dbt runs over the same incremental marts at once could interleave their
@@ -66,7 +71,13 @@ TIEOUT_CHECK = "provider_tieout_difference_is_zero"
 class MartsBuildConfig(dg.Config):
     full_refresh: bool = Field(
         default=False,
-        description="Rebuild the marts from scratch (every day from the first partition) instead of the window.",
+        description="Rebuild every day from the message retention horizon (or the first partition) up to the "
+                    "run's day instead of the window; the marts' rows of older days are kept.",
+    )
+    message_retention_days: int = Field(
+        default=SETTINGS.message_retention_days, ge=0,
+        description="Finance's horizon (SMS_PIPELINE_MESSAGE_RETENTION_DAYS; 0 = for ever): where a full "
+                    "rebuild starts.",
     )
 
 
@@ -248,17 +259,48 @@ def add_mart_day_figures(context: dg.AssetExecutionContext, conn: psycopg.Connec
         context.add_asset_metadata(figures, asset_key=key, partition_key=day.isoformat())
 
 
+def build_window(first: date, last: date, zone: ZoneInfo, *, config: MartsBuildConfig, lookback_days: int,
+                 now: datetime, rebuildable_from: date | None) -> tuple[Window | None, bool]:
+    """The days one run of ``marts_daily`` rebuilds, and whether dbt recreates the tables (``--full-refresh``).
+
+    Never a day before ``rebuildable_from`` (:func:`retention.first_rebuildable_day`): such a day may read
+    message rows retention dropped, so its mart rows stay as they are (None: nothing to rebuild). A full
+    rebuild starts at the retention horizon's day and rebuilds its window incrementally, keeping older rows;
+    only while it covers every day since the first partition does dbt recreate the tables (so a release that
+    changes a mart's columns is still rebuilt by it).
+    """
+    floor = max(FIRST_DAY, rebuildable_from or FIRST_DAY)
+    if config.full_refresh:
+        horizon = retention.message_horizon(now, config.message_retention_days)
+        start = max(floor, local_date(horizon, zone) if horizon else floor)
+        window = window_for_days(start, last, zone) if start <= last else None
+        return window, rebuildable_from is None and start <= FIRST_DAY
+    if last < floor:
+        return None, False
+    window = marts_window(max(first, floor), last, zone, lookback_days=lookback_days, history_start=floor)
+    return window, False
+
+
 @dbt_assets(selector="daily_marts", name="marts_daily", **DBT_ASSET_OPTIONS)
 def marts_daily(context: dg.AssetExecutionContext, config: MartsBuildConfig, dbt: DbtCliResource,
-                database: DatabaseResource, pipeline: PipelineResource):
+                database: DatabaseResource, pipeline: PipelineResource, clock: ClockResource):
     first, last = partition_days(context)
     zone = pipeline.zone
-    window = marts_window(first, last, zone, lookback_days=pipeline.lookback_days,
-                          history_start=FIRST_DAY, full_refresh=config.full_refresh)
+    now = clock.clock().now()
+    with database.connect() as conn:
+        rebuildable_from = retention.first_rebuildable_day(conn, zone)
+    window, recreate = build_window(first, last, zone, config=config, lookback_days=pipeline.lookback_days,
+                                    now=now, rebuildable_from=rebuildable_from)
+    if window is None:
+        context.log.warning(f"days {first}..{last} not rebuilt: they are before the first day the marts may "
+                            f"rebuild ({rebuildable_from}, message retention); the marts keep their rows")
+        return
     context.log.info(f"dbt window {window.first_day}..{window.last_day} "
                      f"[{window.start.isoformat()}, {window.end.isoformat()})"
-                     + (" (full refresh)" if config.full_refresh else ""))
-    args = dbt_build_args(dbt_vars(window, zone), full_refresh=config.full_refresh)
+                     + (" (full rebuild, tables recreated)" if recreate
+                        else " (full rebuild, older days kept)" if config.full_refresh else ""))
+    # built_at: the clock that stamps the messages' updated_at, for retention's build record
+    args = dbt_build_args({**dbt_vars(window, zone), "built_at": now.isoformat()}, full_refresh=recreate)
     for event in run_dbt(context, dbt, database, args):
         if isinstance(event, dg.Output):
             key = context.asset_key_for_output(event.output_name)
@@ -317,7 +359,8 @@ full_rebuild_job = dg.define_asset_job(
     FULL_REBUILD_JOB,
     selection=dg.AssetSelection.assets(marts_views, marts_daily),
     config={"ops": {"marts_daily": {"config": {"full_refresh": True}}}},
-    description="Rebuild every mart from the first partition up to the run's day.",
+    description="Rebuild every mart from the message retention horizon (or the first partition) up to the "
+                "run's day; rows of older days are kept.",
 )
 
 
@@ -326,8 +369,8 @@ full_rebuild_job = dg.define_asset_job(
     cron_schedule="0 4 * * 0",
     execution_timezone=SETTINGS.provider_timezone.key,
     name="marts_weekly_full_rebuild",
-    description="Sundays 04:00 provider time: rebuild the marts from scratch, catching changes "
-                "older than the lookback window.",
+    description="Sundays 04:00 provider time: rebuild the marts from the retention horizon, catching "
+                "changes older than the lookback window (older days keep their rows).",
 )
 def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):
     with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):

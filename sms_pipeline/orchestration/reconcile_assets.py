@@ -8,6 +8,9 @@
   today's getDlr pull, so outcomes (OTP included) are known within the hour.
 - ``msg/upkeep`` (unpartitioned, hourly): validity expiry, the send queue's
   upkeep, partitions ahead, retention (the receipt-push inbox's included).
+- ``msg/daily_upkeep`` (unpartitioned, daily): bodies of old final rows
+  redacted, message partitions past the retention horizon that the marts no
+  longer read dropped (:mod:`sms_pipeline.reconcile.retention`).
 - ``msg/outbound_queue`` (observable, hourly): the send queue's backlog.
 
 The health checks (:mod:`sms_pipeline.reconcile.health`) sit on the asset
@@ -28,10 +31,12 @@ from typing import Any
 
 import dagster as dg
 import psycopg
+from pydantic import Field
 
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.provider_time import local_date
-from sms_pipeline.reconcile import health
+from sms_pipeline.reconcile import health, retention
+from sms_pipeline.reconcile.redaction import redact_final_bodies
 from sms_pipeline.reconcile.run import ReconcileResult, reconcile_day
 from sms_pipeline.reconcile.housekeeping import run_upkeep
 from sms_pipeline.orchestration.asset_keys import (
@@ -56,7 +61,13 @@ from sms_pipeline.orchestration.partitions import (
     FIRST_DAY,
 )
 from sms_pipeline.orchestration.resources import ClockResource, DatabaseResource, PipelineResource
-from sms_pipeline.orchestration.schedules import DAILY_FRESHNESS, HOURLY_ASSET_OPTIONS, HOURLY_TAGS
+from sms_pipeline.orchestration.location import SETTINGS
+from sms_pipeline.orchestration.schedules import (
+    DAILY_FRESHNESS,
+    DAILY_UPKEEP_ASSET_OPTIONS,
+    HOURLY_ASSET_OPTIONS,
+    HOURLY_TAGS,
+)
 
 GROUP = "reconcile"
 
@@ -177,6 +188,44 @@ def upkeep(database: DatabaseResource, clock: ClockResource, pipeline: PipelineR
                           validity_h=pipeline.validity_h, provider_timezone=pipeline.zone,
                           push_inbox_keep_h=pipeline.push_inbox_keep_h)
     return dg.MaterializeResult(metadata=asdict(done))
+
+
+DAILY_UPKEEP = dg.AssetKey(["msg", "daily_upkeep"])
+
+
+class DailyUpkeepConfig(dg.Config):
+    message_retention_days: int = Field(
+        default=SETTINGS.message_retention_days, ge=0,
+        description="Finance's horizon (SMS_PIPELINE_MESSAGE_RETENTION_DAYS): days message rows are kept; "
+                    "0 = for ever.",
+    )
+    redact_bodies_after_days: int = Field(
+        default=SETTINGS.redact_bodies_after_days, ge=0,
+        description="SMS_PIPELINE_REDACT_BODIES_AFTER_DAYS: days after which a final row's body is redacted; "
+                    "0 = never.",
+    )
+
+
+@dg.asset(
+    key=DAILY_UPKEEP,
+    # what it changes: bodies redacted, month partitions dropped
+    metadata=table_metadata.named(table_metadata.OUTBOUND_MESSAGE),
+    **DAILY_UPKEEP_ASSET_OPTIONS,
+    group_name=GROUP,
+    description=(
+        "Daily upkeep: bodies of final rows older than SMS_PIPELINE_REDACT_BODIES_AFTER_DAYS redacted; "
+        "the OTP sidecar purged, then every message month partition wholly past "
+        "SMS_PIPELINE_MESSAGE_RETENTION_DAYS dropped once every mart keeps the days of its rows "
+        "(the database checks the marts' build record); the marts never rebuild those days."
+    ),
+)
+def daily_upkeep(config: DailyUpkeepConfig, database: DatabaseResource,
+                 clock: ClockResource) -> dg.MaterializeResult:
+    now = clock.clock().now()
+    with database.connect(autocommit=True) as conn:
+        redacted = redact_final_bodies(conn, now, after_days=config.redact_bodies_after_days)
+        done = retention.drop_old_messages(conn, now, message_retention_days=config.message_retention_days)
+    return dg.MaterializeResult(metadata={"bodies_redacted": redacted, **asdict(done), **config.model_dump()})
 
 
 QUEUE_SPEC = dg.AssetSpec(

@@ -8,9 +8,12 @@ for unpartitioned hourly work, the tag):
   except those tagged hourly; one run per tick over the day partitions
   ``yesterday - lookback .. yesterday`` (late receipts change past days);
 - hourly job: every asset tagged ``HOURLY_TAGS`` (intraday pulls, upkeep,
-  the observation of the send queue), with the checks on them.
+  the observation of the send queue), with the checks on them;
+- daily upkeep job: every asset tagged ``DAILY_UPKEEP_TAGS`` (body
+  redaction, message retention), at 03:30, after the 02:00 run has built
+  yesterday's marts.
 
-Both schedules run in the provider's time zone, so "yesterday" is the
+Every schedule runs in the provider's time zone, so "yesterday" is the
 provider's yesterday whatever the server's zone, and the daily tick stays at
 02:00 provider-local across DST changes.
 """
@@ -35,6 +38,11 @@ DAY_CLOSE_JOB = "day_close_job"
 HOURLY_JOB = "hourly_job"
 DAILY_CRON = "0 2 * * *"  # 02:00 provider-local: the day has closed, its report is complete
 HOURLY_CRON = "5 * * * *"
+DAILY_UPKEEP_TAGS = {CADENCE_TAG: "daily_upkeep"}
+DAILY_UPKEEP_JOB = "daily_upkeep_job"
+# 03:30 provider-local: after the 02:00 run has built yesterday's marts (so
+# the build record it relies on is current), before the Sunday 04:00 rebuild.
+DAILY_UPKEEP_CRON = "30 3 * * *"
 
 # Dagster's run tags for a partition range (what the UI's backfill sets).
 PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -49,8 +57,10 @@ HOURLY_SELECTION = HOURLY_ASSETS | dg.AssetSelection.checks(
 # Selecting an asset selects the checks on it: the daily job runs the health
 # checks of the receipts, the reconciliation and cost_daily (unpriced units)
 # once the run has built them.
-DAILY_SELECTION = dg.AssetSelection.groups(*DAILY_GROUPS) - HOURLY_ASSETS
-DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - HOURLY_ASSETS
+DAILY_UPKEEP_ASSETS = dg.AssetSelection.tag(CADENCE_TAG, "daily_upkeep")
+UNPARTITIONED_ASSETS = HOURLY_ASSETS | DAILY_UPKEEP_ASSETS
+DAILY_SELECTION = dg.AssetSelection.groups(*DAILY_GROUPS) - UNPARTITIONED_ASSETS
+DAY_CLOSE_SELECTION = dg.AssetSelection.groups("ingest", "reconcile") - UNPARTITIONED_ASSETS
 
 
 # When a person may rely on an asset: a daily-run asset is fresh when the 02:00
@@ -67,6 +77,13 @@ HOURLY_ASSET_OPTIONS: dict = {
     "owners": DATA_ENGINEERING,
     "freshness_policy": HOURLY_FRESHNESS,
     "kinds": {"python", "postgres"},
+}
+# The daily upkeep's: fresh when its last run is at most a day and a bit old.
+DAILY_UPKEEP_ASSET_OPTIONS: dict = {
+    **HOURLY_ASSET_OPTIONS,
+    "tags": DAILY_UPKEEP_TAGS,
+    "freshness_policy": dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=50),
+                                                       warn_window=timedelta(hours=26)),
 }
 
 
@@ -114,6 +131,12 @@ day_close_job = dg.define_asset_job(
         "needs to settle the messages (the demo runs it at each day's close)."
     ),
 )
+daily_upkeep_job = dg.define_asset_job(
+    DAILY_UPKEEP_JOB,
+    selection=DAILY_UPKEEP_ASSETS,
+    description="Daily, unpartitioned upkeep: old final bodies redacted; message partitions past "
+                "SMS_PIPELINE_MESSAGE_RETENTION_DAYS that the marts no longer read dropped.",
+)
 hourly_job = dg.define_asset_job(
     HOURLY_JOB,
     selection=HOURLY_SELECTION,
@@ -145,3 +168,15 @@ def daily_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunReque
 )
 def hourly_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     return hourly_run_request(context.scheduled_execution_time)
+
+
+@dg.schedule(
+    name="daily_upkeep_schedule",
+    cron_schedule=DAILY_UPKEEP_CRON,
+    execution_timezone=SETTINGS.provider_timezone.key,
+    job=daily_upkeep_job,
+    description=f"03:30 {SETTINGS.provider_timezone.key}: body redaction and message retention, after the "
+                "daily run's marts.",
+)
+def daily_upkeep_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    return dg.RunRequest(run_key=f"daily_upkeep:{context.scheduled_execution_time.isoformat()}")

@@ -1,4 +1,4 @@
-"""The receiver's HTTP face: ``POST /dlr/<secret>`` stores a receipt push; ``GET /healthz`` counts.
+"""The receiver's HTTP face: ``POST /dlr/<secret>`` stores a receipt push; ``GET /healthz`` and ``GET /metrics`` count.
 
 What it answers (docs/design.md#receipt-push):
 
@@ -24,7 +24,7 @@ The secret is compared in constant time and never logged: uvicorn's access
 log (which prints paths) is off, and the receiver's own log lines name
 counts and reasons, never a path, a number or an id. Counts, and how long
 pushes waited for a database connection, are per process, shown by
-``GET /healthz``.
+``GET /healthz``; ``GET /metrics`` has the counts for Prometheus.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import psycopg
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 from pydantic import SecretStr
@@ -52,13 +53,14 @@ from starlette.routing import Route
 
 from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
-from sms_pipeline.receiver import pushes
+from sms_pipeline.receiver import metrics, pushes
 from sms_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
 PUSH_PREFIX = "/dlr/"
 HEALTH_PATH = "/healthz"
+METRICS_PATH = "/metrics"
 MAX_BODY_BYTES = 16 * 1024
 MAX_FIELDS = 64
 # Under the provider's 10 s wait for an answer: a push that cannot get a connection by then gets a 503.
@@ -154,6 +156,7 @@ class Receiver:
         self._secret = config.secret.get_secret_value().encode()
         self.counts = Counts()
         self.waits = PoolWaits()
+        self._metrics = metrics.registry(lambda: asdict(self.counts))
         self._database_down = False
         self.pool = ConnectionPool(config.database_url, min_size=config.pool_size, max_size=config.pool_size,
                                    timeout=config.pool_timeout_s, open=False, name="receiver",
@@ -162,7 +165,8 @@ class Receiver:
 
     def app(self) -> Starlette:
         app = Starlette(routes=[Route(PUSH_PREFIX + "{secret}", self.push, methods=["POST"]),
-                                Route(HEALTH_PATH, self.health, methods=["GET"])],
+                                Route(HEALTH_PATH, self.health, methods=["GET"]),
+                                Route(METRICS_PATH, self.scrape, methods=["GET"])],
                         lifespan=self._lifespan)
         app.router.redirect_slashes = False  # a redirect would repeat the path, secret and all, in Location
         return app
@@ -254,6 +258,9 @@ class Receiver:
         return JSONResponse({"counts": asdict(self.counts), "pool_wait": self.waits.summary(),
                              "pool": {"size": pool.get("pool_size", 0), "available": pool.get("pool_available", 0),
                                       "waiting": pool.get("requests_waiting", 0)}})
+
+    async def scrape(self, request: Request) -> Response:
+        return Response(generate_latest(self._metrics), media_type=CONTENT_TYPE_LATEST)
 
 
 def _constraint(exc: psycopg.Error) -> str:

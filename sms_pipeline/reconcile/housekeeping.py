@@ -6,11 +6,10 @@
 - ``submitted`` rows past validity with no final receipt -> ``expired``;
 - monthly partitions created ahead for messages and receipts;
 - retention (docs/design.md#retention): receipt partitions older than 90 days dropped,
-  resolved orphans deleted after 30 days, expired OTP verifications purged
-  before any message partition is dropped (message partitions only when a
-  message horizon is given: how long to keep them is finance's decision),
+  resolved orphans deleted after 30 days, expired OTP verifications purged,
   reconciled receipt pushes deleted from the inbox after
-  ``SMS_PIPELINE_PUSH_INBOX_KEEP_H`` (their receipt events stay).
+  ``SMS_PIPELINE_PUSH_INBOX_KEEP_H`` (their receipt events stay). Message
+  partitions go in the daily upkeep (:mod:`sms_pipeline.reconcile.retention`).
 
 Each step is one short transaction; every step only touches what still
 needs it, so running upkeep twice moves nothing the second time.
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import psycopg
@@ -52,7 +52,6 @@ class Upkeep:
     orphans_purged: int
     push_inbox_purged: int  # reconciled receipt pushes deleted from the inbox
     push_rejects_purged: int  # refused pushes kept for a person, deleted after RESOLVED_ORPHAN_RETENTION
-    message_partitions_dropped: int
 
 
 def run_upkeep(
@@ -62,7 +61,6 @@ def run_upkeep(
     claim_lease_s: int,
     validity_h: int,
     provider_timezone: ZoneInfo,
-    message_retention: timedelta | None = None,
     push_inbox_keep_h: int = PUSH_INBOX_KEEP_H,
 ) -> Upkeep:
     """Every upkeep step (see the module); ``claim_lease_s``, ``validity_h`` and ``push_inbox_keep_h`` as the
@@ -74,20 +72,8 @@ def run_upkeep(
     with conn.transaction():
         created = queries.record(conn, "reconcile_upkeep_partitions_ahead", now=now)
     with conn.transaction():
-        retention = queries.record(
-            conn, "reconcile_upkeep_retention",
-            otp_expired_before=now - OTP_VERIFICATION_RETENTION,
-            receipts_before=now - RECEIPT_RETENTION,
-            raw_reports_before=(now - RECEIPT_RETENTION).astimezone(provider_timezone).date(),
-            orphans_resolved_before=now - RESOLVED_ORPHAN_RETENTION,
-            pushes_reconciled_before=now - timedelta(hours=push_inbox_keep_h),
-        )  # fmt: skip
-    messages_dropped = 0
-    if message_retention is not None:
-        with conn.transaction():
-            messages_dropped = queries.scalar(
-                conn, "reconcile_upkeep_drop_messages", messages_before=now - message_retention
-            )
+        retention = queries.record(conn, "reconcile_upkeep_retention",
+                                   **retention_cutoffs(now, provider_timezone, push_inbox_keep_h=push_inbox_keep_h))
     return Upkeep(
         claims_expired=queue.claims_expired,
         claims_released=queue.claims_released,
@@ -95,9 +81,22 @@ def run_upkeep(
         submitted_expired=submitted_expired,
         message_partitions_created=created["messages"],
         receipt_partitions_created=created["receipts"],
-        message_partitions_dropped=messages_dropped,
         **retention,
     )
+
+
+def retention_cutoffs(now: datetime, provider_timezone: ZoneInfo, *,
+                      push_inbox_keep_h: int = PUSH_INBOX_KEEP_H) -> dict[str, Any]:
+    """The hourly retention's parameters (``reconcile_upkeep_retention``) at ``now``: what goes is older than
+    these; ``retention plan`` shows the same."""
+    receipts_before = now - RECEIPT_RETENTION
+    return {
+        "otp_expired_before": now - OTP_VERIFICATION_RETENTION,
+        "receipts_before": receipts_before,
+        "raw_reports_before": receipts_before.astimezone(provider_timezone).date(),
+        "orphans_resolved_before": now - RESOLVED_ORPHAN_RETENTION,
+        "pushes_reconciled_before": now - timedelta(hours=push_inbox_keep_h),
+    }
 
 
 def expire_unconfirmed(conn: psycopg.Connection, now: datetime, *, validity_h: int) -> int:

@@ -65,9 +65,12 @@ class CircuitBreaker:
             self._state = BreakerState.closed
             self._failures = 0
 
-    def record_failure(self) -> None:
+    def record_failure(self) -> bool:
+        """Count a failed send; True when this failure opened the breaker (it was closed or half-open)."""
         with self._lock:
             self._failures += 1
+            was_open = self._current() is BreakerState.open
             if self._current() is BreakerState.half_open or self._failures >= self._threshold:
                 self._state = BreakerState.open
                 self._opened_at = self._now()
+            return not was_open and self._state is BreakerState.open

@@ -42,6 +42,7 @@ from sms_pipeline.send import upkeep
 from sms_pipeline.send.batching import SendBatch, plan_requests
 from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.claim import ClaimedMessage, claim
+from sms_pipeline.send.metrics import WorkerMetrics
 from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome, release_unsent, start_request
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,7 @@ class Worker:
             raise ValueError("a worker needs at least one send strategy")
         self._connect = connect
         self._queues = select_queues(strategies)
+        self.metrics = WorkerMetrics(self._queues, breaker)
         self._clock = clock
         self._batch_size = batch_size
         self._lease = lease
@@ -301,6 +303,7 @@ class Worker:
                 self._next_upkeep = time.monotonic() + self._upkeep_interval_s
         if due:
             counts = upkeep.run_upkeep(conn, now=self._clock.now(), lease=self._lease)
+            self.metrics.upkeep(counts)
             with self._lock:
                 self._summary.add(claims_expired=counts.claims_expired, claims_released=counts.claims_released,
                                   pending_expired=counts.pending_expired)
@@ -320,6 +323,7 @@ class Worker:
                          limit=min(self._batch_size, strategy.claim_limit or self._batch_size), take=next_request)
             if rows:
                 log.info("claimed channel=%s class=%s rows=%d", channel, message_class, len(rows))
+                self.metrics.claimed(channel, message_class, len(rows))
                 with self._lock:
                     self._summary.add(claimed=len(rows))
                 self._send_all(conn, strategy, planned, once)
@@ -332,6 +336,7 @@ class Worker:
             if self._stop.is_set() or not self._breaker.allow() or self._backoff.remaining():
                 for unsent in batches[index:]:
                     released = release_unsent(conn, unsent, now=self._clock.now(), reason="released_unsent")
+                    self.metrics.rows(unsent, "released_unsent", released)
                     with self._lock:
                         self._summary.add(released=released)
                 return
@@ -340,14 +345,18 @@ class Worker:
             # `unknown`), never a `claimed` row that may have gone out.
             started = start_request(conn, batch, now=self._clock.now())
             if started.expired:
+                self.metrics.rows(batch, "expired_unsent", started.expired)
                 with self._lock:
                     self._summary.add(expired_unsent=started.expired)
             if len(started.sending) < len(batch):
                 if not started.sending:
                     continue
                 batch = replace(batch, messages=tuple(m for m in batch.messages if m.id in started.sending))
+            request_started = time.perf_counter()
             sent = strategy.send(batch)  # no transaction is open here
+            request_s = time.perf_counter() - request_started
             applied = strategy.record(conn, sent, now=self._clock.now())
+            self.metrics.request(batch, sent.outcome, request_s, applied)
             self._react(sent, applied, once)
 
     def _react(self, sent: Sent, applied: AppliedOutcome, once: bool) -> None:
@@ -356,12 +365,14 @@ class Worker:
             self._summary.add(requests=1, submitted=applied.submitted, rejected=applied.rejected,
                               unknown=applied.unknown, released=applied.released, unpriced=applied.unpriced)
         if decision.breaker_failure:
-            self._breaker.record_failure()
+            if self._breaker.record_failure():
+                self.metrics.backoff("breaker_open", self._breaker.seconds_until_retry())
         else:
             self._breaker.record_success()
         if decision.back_off:
             pause = self._backoff.hit()
             log.warning("rate limited: backing off %.1fs", pause)
+            self.metrics.backoff("rate_limited", pause)
             with self._lock:
                 self._rate_limited_in_a_row += 1
                 give_up = once and self._rate_limited_in_a_row >= self._max_rate_limited_in_once

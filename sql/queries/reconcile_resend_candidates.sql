@@ -6,7 +6,9 @@
 -- chain's first attempt, so re-sends cannot chain past the limit. The
 -- attempt time COALESCE(submitted_at, claimed_at, created_at) equals the
 -- proof's for these rows (claimed, never submitted) and is the expression of
--- outbound_message_attempt_at_idx.
+-- outbound_message_attempt_at_idx. A row without a body (redacted, or its
+-- recipient erased) is never re-sent: the copy would carry a NULL body, or a
+-- marker for a number.
 -- Parameters: day_start, day_end, classes, created_after. Returns (id, created_at), by id.
 WITH RECURSIVE proved AS (
     SELECT m.id, m.created_at, m.replaces_id
@@ -18,6 +20,7 @@ WITH RECURSIVE proved AS (
        AND m.message_class = ANY(%(classes)s::text[])
        AND m.message_class <> 'otp'
        AND m.created_at > %(created_after)s::timestamptz
+       AND m.body IS NOT NULL
 ),
 -- Earlier attempts of the re-sent ones (rare): back through replaces_id.
 ancestors AS (

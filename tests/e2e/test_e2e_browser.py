@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import psycopg
 import pytest
 
 from tests.support.environment import TEXT_HMAC_KEY
+from tests.support.ports import free_port
 from sms_pipeline.db import connection
 from sms_pipeline.demo.run import LEFT_FOR_A_PERSON
 from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
@@ -39,12 +39,6 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_http(url: str, process: subprocess.Popen, timeout_s: float) -> None:
@@ -86,7 +80,7 @@ def dev_env(db_url: str, pg_admin_url: str, tmp_path: Path):
 
 @contextmanager
 def _dev(env: dict[str, str], log_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],

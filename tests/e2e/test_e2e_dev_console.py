@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import psycopg
 import pytest
 
 from tests.support.environment import TEXT_HMAC_KEY
+from tests.support.ports import free_port
 from tests.support.worker import request
 from sms_pipeline.db import connection
 from sms_pipeline.ingest.day_report import REPORT_KIND as DAY_REPORT_KIND
@@ -43,12 +43,6 @@ mutation($params: ExecutionParams!) {
   }
 }"""
 STATUS = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -79,7 +73,7 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
         (day,) = conn.execute("SELECT max(report_date) FROM dlr.report_checkpoints WHERE report_kind = %s",
                               (DAY_REPORT_KIND,)).fetchone()
 
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     console_path = tmp_path / "console.txt"
     with console_path.open("w") as console:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sms_pipeline import settings as settings_module
 from sms_pipeline.orchestration import reconcile_assets
 
 from tests.support.numbers import numbers

@@ -356,7 +356,7 @@ def test_early_push_arrives_before_the_send_answer(http, admin, receiver):
 
     answer = _send(http, 20)
     answered_at = time.monotonic()
-    otp = _otp(http, "919812345678")
+    _otp(http, "919812345678")
     otp_answered_at = time.monotonic()
 
     seen = receiver.all_seen()

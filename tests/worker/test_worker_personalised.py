@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.support.worker import enqueue, ledger, request, rows
 
-from sms_pipeline.send.batching import SendBatch, plan_personalised_requests, plan_requests
+from sms_pipeline.send.batching import plan_personalised_requests, plan_requests
 from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.claim import ClaimedMessage
 from sms_pipeline.send.loop import BulkSmsStrategy, Worker

@@ -1,0 +1,35 @@
+"""The command table of ``sms_pipeline.cli``: a command line imports only its command's module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+
+from sms_pipeline import cli
+
+
+def _registered(module: str) -> tuple[str, ...]:
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(module).register(sub)
+    return tuple(sub.choices)
+
+
+def test_each_module_registers_exactly_the_commands_the_table_names():
+    assert {module: _registered(module) for module in cli.COMMAND_MODULES} == cli.COMMAND_MODULES
+
+
+def test_a_command_builds_only_its_modules_parser_and_help_builds_every_one():
+    health = cli.build_parser(["--verbose", "health", "--json"])
+    assert set(health._subparsers._group_actions[0].choices) == {"health"}
+    everything = cli.build_parser(["--help"])
+    assert set(everything._subparsers._group_actions[0].choices) == {
+        command for commands in cli.COMMAND_MODULES.values() for command in commands}
+
+
+def test_the_health_command_line_does_not_import_the_other_commands_modules():
+    probe = ("import sys; from sms_pipeline import cli; cli.build_parser(['health']); "
+             "print(*sorted(m for m in sys.modules if m.startswith('sms_pipeline.cli.')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.split() == ["sms_pipeline.cli.health_cmd"]
