@@ -105,7 +105,12 @@ def test_case_24_editing_or_redacting_the_body_moves_no_stored_segment_unit_or_c
     before = rows(db)[0]
     assert (before["segments"], before["billable_units"], before["cost"]) == (2, 2, Decimal("0.0158"))
 
-    db.execute("UPDATE msg.outbound_message SET body = 'redacted'")
+    # The text of a sent message is never edited; a final one's body is redacted (the daily upkeep's way).
+    with pytest.raises(psycopg.errors.CheckViolation, match="a body only goes"):
+        db.execute("UPDATE msg.outbound_message SET body = 'edited'")
+    db.execute("UPDATE msg.outbound_message SET state = 'expired', state_reason = 'no_final_receipt'")
+    db.execute("UPDATE msg.outbound_message SET body = NULL, body_length = char_length(body), "
+               "body_redacted_at = now()")
 
     after = rows(db)[0]
     assert (after["segments"], after["billable_units"], after["cost"]) == (2, 2, Decimal("0.0158"))
