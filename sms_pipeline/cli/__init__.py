@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import warnings
 
@@ -84,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sms-pipeline: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (`| head`): not a failure of ours. Point stdout at
+        # /dev/null so the interpreter's final flush does not fail again; exit as a shell would (SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:
         log.exception("unexpected failure")
         if args.verbose:

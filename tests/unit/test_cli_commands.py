@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import subprocess
 import sys
 
@@ -33,3 +34,16 @@ def test_the_health_command_line_does_not_import_the_other_commands_modules():
              "print(*sorted(m for m in sys.modules if m.startswith('sms_pipeline.cli.')))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.split() == ["sms_pipeline.cli.health_cmd"]
+
+
+def test_output_piped_into_a_reader_that_stopped_is_not_a_failure():
+    # `sms-pipeline settings | head -1`: the reader has closed the pipe before the command writes.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    command = [sys.executable, "-c", "import sys; from sms_pipeline.cli import main; sys.exit(main())", "settings"]
+    try:
+        writer = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert writer.returncode == 141, writer.stderr
+    assert "unexpected" not in writer.stderr and "Traceback" not in writer.stderr
