@@ -68,7 +68,8 @@ def _shipped_sources() -> dict[str, Path]:
     for top in ("sql", "dbt_project"):
         for path in (ROOT / top).rglob("*"):
             rel = path.relative_to(ROOT)
-            if not path.is_file() or "__pycache__" in rel.parts:
+            # Hidden folders (a stray .sms-pipeline home, editor state) are not the project's: never shipped.
+            if not path.is_file() or "__pycache__" in rel.parts or any(p.startswith(".") for p in rel.parts):
                 continue
             if top == "dbt_project" and rel.parts[1] in _DBT_OUTPUT:
                 continue

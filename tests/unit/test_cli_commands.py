@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from sms_pipeline import cli
+from tests.support.environment import app_environ
 
 
 def _registered(module: str) -> tuple[str, ...]:
@@ -36,13 +37,15 @@ def test_the_health_command_line_does_not_import_the_other_commands_modules():
     assert loaded.split() == ["sms_pipeline.cli.health_cmd"]
 
 
-def test_output_piped_into_a_reader_that_stopped_is_not_a_failure():
+def test_output_piped_into_a_reader_that_stopped_is_not_a_failure(tmp_path):
     # `sms-pipeline settings | head -1`: the reader has closed the pipe before the command writes.
     read_end, write_end = os.pipe()
     os.close(read_end)
     command = [sys.executable, "-c", "import sys; from sms_pipeline.cli import main; sys.exit(main())", "settings"]
     try:
-        writer = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+        # Its own home and folder: the command writes its log under SMS_PIPELINE_HOME, never into the checkout.
+        writer = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+                                cwd=tmp_path, env=app_environ(SMS_PIPELINE_HOME=str(tmp_path / "home")))
     finally:
         os.close(write_end)
     assert writer.returncode == 141, writer.stderr
