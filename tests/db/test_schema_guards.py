@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -153,3 +154,36 @@ def test_failed_by_proof_of_non_submission_is_not_billed(db):
         "UPDATE msg.outbound_message SET state = 'failed', state_reason = 'not_submitted' WHERE id = %s", (key[0],)
     )
     assert fetch(db, key, "state", "billable_units") == ("failed", None)
+
+
+def test_the_guards_fast_path_compares_every_column_but_state_and_updated_at(db):
+    # The trigger's WHEN clause lets the request-started step past the function only if nothing else moved:
+    # a column added to the table but not to that comparison would be a hole in the guard.
+    (definition,) = db.execute("SELECT pg_get_triggerdef(oid) FROM pg_trigger "
+                               "WHERE tgname = 'outbound_message_guard' AND tgrelid = 'msg.outbound_message'::regclass"
+                               ).fetchone()
+    columns = {name for (name,) in db.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'msg.outbound_message'::regclass "
+        "AND attnum > 0 AND NOT attisdropped")}
+    # Postgres stores the row comparison column by column.
+    pairs = set(re.findall(r"old\.(\w+) IS DISTINCT FROM new\.(\w+)", definition))
+    assert pairs == {(c, c) for c in columns - {"state", "updated_at", "queue_state"}}
+
+
+def test_the_request_started_step_is_refused_if_it_changes_anything_else(db):
+    claimed_at = datetime.now(UTC) - timedelta(minutes=1)
+    later = claimed_at + timedelta(seconds=30)
+    statement = "UPDATE msg.outbound_message SET state = 'sending', updated_at = %s, {} WHERE id = %s"
+    for assignment, refusal in (("tenant_id = 'other'", "never change"), ("segments = 2", "immutable"),
+                                ("body = NULL", "a body only goes")):
+        key = insert_message(db, state="claimed", claimed_at=claimed_at)
+        with pytest.raises(errors.CheckViolation, match=refusal):
+            db.execute(statement.format(assignment), (later, key[0]))
+    # The step alone goes through, with the statement's clock; from a state other than claimed it is refused.
+    key = insert_message(db, state="claimed", claimed_at=claimed_at)
+    db.execute("UPDATE msg.outbound_message SET state = 'sending', updated_at = %s WHERE id = %s", (later, key[0]))
+    assert fetch(db, key, "state", "updated_at", "queue_state") == ("sending", later, "claimed")
+    pending = insert_message(db)
+    with pytest.raises(errors.CheckViolation, match="illegal state transition"):
+        db.execute("UPDATE msg.outbound_message SET state = 'sending', updated_at = %s WHERE id = %s",
+                   (later, pending[0]))
