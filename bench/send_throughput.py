@@ -289,7 +289,8 @@ def _end_to_end_without_start_worker(env: dict[str, str], batch_size: int, concu
     policy = OtpPolicy.from_settings(settings)
     with ProviderClient.from_settings(settings) as client:
         sms = {key: FromClaimed(strategy, ZONE)
-               for key, strategy in sms_strategies(client, ZONE, xml_send=settings.provider_xml_send).items()}
+               for key, strategy in sms_strategies(client, ZONE, xml_send=settings.provider_xml_send,
+                                                   campaign_request_size=settings.campaign_request_size).items()}
         queues = select_queues({**sms, **otp_strategies(client, ZONE, policy)})
         worker = _WorkerWithoutStart(
             lambda: connection.connect_url(url, autocommit=True), queues, clock=RealClock(),

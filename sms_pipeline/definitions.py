@@ -13,13 +13,13 @@ from typing import Any
 
 import dagster as dg
 
-from sms_pipeline.orchestration import ingest_assets, marts_assets, reconcile_assets, schedules
+from sms_pipeline.orchestration import campaign_assets, ingest_assets, marts_assets, reconcile_assets, schedules
 from sms_pipeline.orchestration.alerts import alert_sensor, alert_sensor_for
 from sms_pipeline.orchestration.location import SETTINGS
 from sms_pipeline.orchestration.resources import build_resources
 from sms_pipeline.settings import Settings
 
-PIPELINE_MODULES = (ingest_assets, reconcile_assets, marts_assets, schedules)
+PIPELINE_MODULES = (ingest_assets, reconcile_assets, campaign_assets, marts_assets, schedules)
 # Code references: the UI links each asset to the function that defines it.
 ASSETS = dg.with_source_code_references(dg.load_assets_from_modules(PIPELINE_MODULES))
 ASSET_CHECKS = dg.load_asset_checks_from_modules(PIPELINE_MODULES)

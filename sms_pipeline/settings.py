@@ -105,6 +105,17 @@ def _segment_limit(value: int) -> int:
     return value
 
 
+# Numbers in one provider-side campaign request: one form post of about 13 bytes a number (1.3 MB at the
+# bound), and a claim holds that many rows until its answer is written.
+MAX_CAMPAIGN_REQUEST_SIZE = 100_000
+
+
+def _campaign_request_size(value: int) -> int:
+    if not 1 <= value <= MAX_CAMPAIGN_REQUEST_SIZE:
+        raise ValueError(f"must be a whole number from 1 to {MAX_CAMPAIGN_REQUEST_SIZE:,}")
+    return value
+
+
 def _absolute_folder(path: Path) -> Path:
     # Fixed when the settings are read: code that changes the process's working
     # directory later (dagster-dbt's column-metadata threads run in the dbt
@@ -182,6 +193,7 @@ PostgresUrl = Annotated[str, AfterValidator(_postgres_url)]
 SegmentLimit = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_segment_limit)]
 ParameterName = Annotated[str, AfterValidator(_parameter_name)]
 Port = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_port)]
+CampaignRequestSize = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_campaign_request_size)]
 
 
 def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:
@@ -243,6 +255,10 @@ class Settings(BaseSettings):
         "hours a reconciled receipt push stays in the inbox before the hourly upkeep deletes it (its receipt "
         "event stays)")
     batch_size: PositiveInt = _setting("SMS_PIPELINE_BATCH_SIZE", 500, "recipients per send request")
+    campaign_request_size: CampaignRequestSize = _setting(
+        "SMS_PIPELINE_CAMPAIGN_REQUEST_SIZE", 10_000,
+        "recipients per request of a provider-side campaign (sent ahead with its scheduleTime; the provider "
+        "splits it into transactions of 1,000), 1 to 100,000")
     worker_concurrency: PositiveInt = _setting(
         "SMS_PIPELINE_WORKER_CONCURRENCY", 2,
         "send loops (threads) per worker process: while one waits for the provider or commits, the other sends")

@@ -26,7 +26,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN p_from = p_to OR CASE p_from
     WHEN 'pending'   THEN p_to IN ('claimed', 'expired')
     WHEN 'claimed'   THEN p_to IN ('pending', 'sending', 'expired')
-    WHEN 'sending'   THEN p_to IN ('submitted', 'rejected', 'unknown', 'pending')
+    WHEN 'sending'   THEN p_to IN ('submitted', 'rejected', 'unknown', 'pending', 'scheduled')
+    WHEN 'scheduled' THEN p_to IN ('submitted', 'expired', 'unknown')
     WHEN 'submitted' THEN p_to IN ('delivered', 'failed', 'expired')
     WHEN 'unknown'   THEN p_to IN ('submitted', 'failed')
     WHEN 'failed'    THEN p_to = 'superseded'

@@ -29,8 +29,9 @@ BEGIN
     IF NEW.tenant_id IS DISTINCT FROM OLD.tenant_id
        OR NEW.business_key IS DISTINCT FROM OLD.business_key
        OR NEW.attempt_key IS DISTINCT FROM OLD.attempt_key
-       OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
-        RAISE EXCEPTION 'msg.outbound_message id=%: tenant_id, business_key, attempt_key and created_at never change',
+       OR NEW.created_at IS DISTINCT FROM OLD.created_at
+       OR NEW.campaign_id IS DISTINCT FROM OLD.campaign_id THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: tenant_id, business_key, attempt_key, created_at and campaign_id never change',
                         OLD.id
               USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_identity_immutable',
                     TABLE = 'outbound_message', SCHEMA = 'msg';
@@ -82,7 +83,7 @@ BEGIN
     END IF;
     IF NEW.recipient IS DISTINCT FROM OLD.recipient
        AND (OLD.recipient ~ '^erased:' OR NEW.recipient !~ '^erased:[0-9a-f]{16}$'
-            OR NEW.state IN ('pending', 'claimed', 'sending')
+            OR NEW.state IN ('pending', 'claimed', 'sending', 'scheduled')
             OR (NEW.state IN ('submitted', 'unknown') AND NEW.provider_message_id IS NULL)) THEN
         RAISE EXCEPTION 'msg.outbound_message id=%: a recipient only becomes its erased marker, once, on a row not being sent or awaiting reconciliation (% row)',
                         OLD.id, NEW.state
@@ -127,7 +128,8 @@ CREATE OR REPLACE TRIGGER outbound_message_guard
                    OLD.delivered_at, OLD.reconciled_at, OLD.scheduled_for, OLD.expires_at,
                    OLD.billable_units, OLD.cost, OLD.cost_currency, OLD.correlation_result,
                    OLD.correlation_window_ms, OLD.message_fingerprint, OLD.provider_created_at,
-                   OLD.correlation_evidence, OLD.body_length, OLD.body_redacted_at)
+                   OLD.correlation_evidence, OLD.body_length, OLD.body_redacted_at,
+                   OLD.campaign_id)
                    IS NOT DISTINCT FROM
                ROW(NEW.id, NEW.business_key, NEW.attempt_key, NEW.replaces_id, NEW.tenant_id, NEW.channel,
                    NEW.message_class, NEW.recipient, NEW.sender_id, NEW.body, NEW.encoding, NEW.segments,
@@ -138,5 +140,6 @@ CREATE OR REPLACE TRIGGER outbound_message_guard
                    NEW.delivered_at, NEW.reconciled_at, NEW.scheduled_for, NEW.expires_at,
                    NEW.billable_units, NEW.cost, NEW.cost_currency, NEW.correlation_result,
                    NEW.correlation_window_ms, NEW.message_fingerprint, NEW.provider_created_at,
-                   NEW.correlation_evidence, NEW.body_length, NEW.body_redacted_at)))
+                   NEW.correlation_evidence, NEW.body_length, NEW.body_redacted_at,
+                   NEW.campaign_id)))
     EXECUTE FUNCTION msg.outbound_message_before_update();

@@ -1,7 +1,7 @@
-"""``sms-pipeline report cost --from D --to D [--tenant T] [--format table|csv]``;
+"""``sms-pipeline report cost --from D --to D [--tenant T] [--by sender|campaign] [--format table|csv]``;
 ``sms-pipeline report tieout --from D --to D [--format table|csv]`` (marts.provider_tieout_daily).
 
-Reads marts.cost_daily (built by the Dagster marts assets). Amounts are
+Reads marts.cost_daily, or with ``--by campaign`` marts.campaign_daily (built by the Dagster marts assets). Amounts are
 printed exactly as stored (NUMERIC, four decimals), in a table for people or
 CSV for spreadsheets; an unpriced amount (NULL) reads ``unpriced`` in the
 table and is an empty field in CSV, never 0.0000.
@@ -28,6 +28,11 @@ _COLUMNS = [f.name for f in fields(cost_report.CostRow)]
 _MONEY = ("cost", "cost_of_failed", "unknown_cost_at_risk")
 _SUMMED = ("messages_submitted", "billable_units", "cost", "rejected_messages", "unpriced_units", "cost_of_failed",
            "unknown_messages", "unknown_units", "unknown_cost_at_risk")
+_CAMPAIGN_COLUMNS = [f.name for f in fields(cost_report.CampaignCostRow)]
+# A ratio or a median does not add up across rows: the totals line leaves them blank.
+_CAMPAIGN_SUMMED = ("messages", "submitted", "billable_units", "cost", "delivered", "failed", "expired", "cancelled",
+                    "rejected", "pending")
+_CAMPAIGN_RIGHT = (*_CAMPAIGN_SUMMED, "campaign_id", "delivery_ratio", "median_latency_seconds")
 
 
 def _day(text: str) -> date:
@@ -40,9 +45,13 @@ def _day(text: str) -> date:
 def register(sub: argparse._SubParsersAction) -> None:
     report = sub.add_parser("report", help="reports for finance and operations, read from the marts")
     kinds = report.add_subparsers(dest="report_command", metavar="REPORT", required=True)
-    cost = kinds.add_parser("cost", help="cost per day, tenant, channel, class, sender and currency")
+    cost = kinds.add_parser("cost", help="cost per day, tenant, channel, class, sender and currency "
+                                         "(or per day, campaign, tenant and class)")
     _add_range_and_format(cost)
     cost.add_argument("--tenant", help="only this tenant")
+    cost.add_argument("--by", choices=("sender", "campaign"), default="sender",
+                      help="sender: per day, tenant, channel, class, sender id and currency (default); "
+                           "campaign: per day, campaign, tenant and class, with the campaign's outcomes")
     cost.set_defaults(handler=cost_command)
     tieout_parser = kinds.add_parser("tieout", help="the provider tie-out per day and sender id, itemised by bucket")
     _add_range_and_format(tieout_parser)
@@ -71,24 +80,25 @@ def _plus(total: int | Decimal | None, value: int | Decimal | None) -> int | Dec
     return None if total is None or value is None else total + value
 
 
-def _totals_by_currency(rows: list[cost_report.CostRow]) -> dict[str | None, dict[str, int | Decimal | None]]:
+def _totals_by_currency(rows: list, summed: tuple[str, ...]) -> dict[str | None, dict[str, int | Decimal | None]]:
     totals: dict[str | None, dict[str, int | Decimal | None]] = {}
     for row in rows:
-        into = totals.setdefault(row.currency, {name: 0 for name in _SUMMED})
-        for name in _SUMMED:
+        into = totals.setdefault(row.currency, {name: 0 for name in summed})
+        for name in summed:
             into[name] = _plus(into[name], getattr(row, name))
     return totals
 
 
-def _print_table(rows: list[cost_report.CostRow], first: date, last: date) -> None:
-    table = Table(title=f"Cost {first} .. {last}", show_lines=False)
-    for name in _COLUMNS:
-        table.add_column(name, justify="right" if name in _SUMMED else "left")
+def _print_table(rows: list, title: str, columns: list[str], summed: tuple[str, ...],
+                 right: tuple[str, ...]) -> None:
+    table = Table(title=title, show_lines=False)
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left")
     for row in rows:
-        table.add_row(*(_cell(name, getattr(row, name)) for name in _COLUMNS))
-    for currency, totals in sorted(_totals_by_currency(rows).items(), key=lambda kv: kv[0] or ""):
+        table.add_row(*(_cell(name, getattr(row, name)) for name in columns))
+    for currency, totals in sorted(_totals_by_currency(rows, summed).items(), key=lambda kv: kv[0] or ""):
         cells = {"day": "total", "currency": currency or "(unpriced)", **totals}
-        table.add_row(*(_cell(name, cells.get(name)) for name in _COLUMNS), style="bold")
+        table.add_row(*(_cell(name, cells.get(name)) for name in columns), style="bold")
     _print_whole(table)
 
 
@@ -114,14 +124,21 @@ def _write_csv(columns: list[str], rows: list) -> None:
 
 
 def cost_command(args: argparse.Namespace, settings: Settings) -> int:
+    by_campaign = args.by == "campaign"
     with connection.connect(settings) as conn:
-        rows = cost_report.cost_rows(conn, args.first, args.last, args.tenant)
+        read = cost_report.campaign_rows if by_campaign else cost_report.cost_rows
+        rows = read(conn, args.first, args.last, args.tenant)
+    columns = _CAMPAIGN_COLUMNS if by_campaign else _COLUMNS
     if args.format == "csv":
-        _write_csv(_COLUMNS, rows)
+        _write_csv(columns, rows)
+    elif rows and by_campaign:
+        _print_table(rows, f"Cost by campaign {args.first} .. {args.last}", columns, _CAMPAIGN_SUMMED,
+                     _CAMPAIGN_RIGHT)
     elif rows:
-        _print_table(rows, args.first, args.last)
+        _print_table(rows, f"Cost {args.first} .. {args.last}", columns, _SUMMED, _SUMMED)
     else:
-        print(f"no cost rows for {args.first} .. {args.last}" + (f" and tenant {args.tenant}" if args.tenant else ""))
+        print(f"no {'campaign ' if by_campaign else ''}cost rows for {args.first} .. {args.last}"
+              + (f" and tenant {args.tenant}" if args.tenant else ""))
     return 0
 
 

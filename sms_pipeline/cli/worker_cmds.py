@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-
 from sms_pipeline.core import msisdn
 from sms_pipeline.core.clock import RealClock
 from sms_pipeline.core.states import Channel, MessageClass
-from sms_pipeline.db import connection, migrate
+from sms_pipeline.db import connection
 from sms_pipeline.errors import UserError
 from sms_pipeline.send.otp import OtpPolicy, otp_strategies
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.cli.metrics_cmds import serving
 from sms_pipeline.cli import forget_cmd
+from sms_pipeline.cli.intake_files import (add_intake_options, database_url, positive, print_bad_lines, readable,
+                                           reading_progress)
 from sms_pipeline.cli.signals import stop_on_signals
 from sms_pipeline.settings import Settings
 from sms_pipeline import intake, rates
@@ -28,16 +27,10 @@ from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.loop import Worker, select_queues
 from sms_pipeline.send.personalised import sms_strategies
 
-# How many bad lines are printed one by one before the rest are only counted.
-_BAD_LINES_SHOWN = 50
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     enqueue = sub.add_parser("enqueue", help="load send requests from a JSONL file (idempotent)")
     enqueue.add_argument("file", type=Path, metavar="FILE.jsonl")
-    enqueue.add_argument("--chunk-size", type=_positive, default=10_000, help="requests per transaction")
-    enqueue.add_argument("--workers", type=_positive, default=min(4, os.cpu_count() or 1),
-                         help="validation processes for large files (default: CPUs, at most 4)")
+    add_intake_options(enqueue)
     enqueue.set_defaults(handler=enqueue_file)
 
     rate_card = sub.add_parser("rates", help="the rate card")
@@ -48,13 +41,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     worker = sub.add_parser("worker", help="claim due messages and send them")
     worker.add_argument("--once", action="store_true", help="send what is due now, then exit")
-    worker.add_argument("--batch-size", type=_positive, default=None,
+    worker.add_argument("--batch-size", type=positive, default=None,
                         help="recipients per request and rows per claim (default: SMS_PIPELINE_BATCH_SIZE)")
     worker.add_argument("--channel", action="append", choices=[c.value for c in Channel],
                         help="only this channel (repeatable; default: every channel with a send strategy)")
     worker.add_argument("--class", dest="message_class", action="append", choices=[c.value for c in MessageClass],
                         help="only this message class (repeatable)")
-    worker.add_argument("--concurrency", type=_positive, default=None,
+    worker.add_argument("--concurrency", type=positive, default=None,
                         help="parallel send loops (threads) (default: SMS_PIPELINE_WORKER_CONCURRENCY)")
     worker.set_defaults(handler=run_worker)
 
@@ -71,50 +64,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("message_id", type=int, metavar="ID")
     replay.add_argument("--reason", required=True, help="why (kept on the superseded row)")
     replay.set_defaults(handler=replay_message)
-    forget_cmd.add_parser(message_actions, _database_url)
-
-
-def _positive(raw: str) -> int:
-    value = int(raw)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _database_url(settings: Settings) -> str:
-    """The application database, migrated to the current schema."""
-    url = connection.app_url(settings)
-    with connection.connect_url(url) as conn:
-        migrate.upgrade(conn)
-    return url
-
-
-def _readable(path: Path) -> Path:
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
-    return path
+    forget_cmd.add_parser(message_actions, database_url)
 
 
 # ----- enqueue -------------------------------------------------------------------
 
 
 def enqueue_file(args: argparse.Namespace, settings: Settings) -> int:
-    path = _readable(args.file)
-    url = _database_url(settings)
-    progress = Progress(TextColumn("enqueue"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
-                        transient=True, disable=not sys.stderr.isatty(), console=None)
-    with progress, connection.connect_url(url, autocommit=True) as conn, path.open("rb") as lines:
-        task = progress.add_task("enqueue", total=path.stat().st_size)
+    path = readable(args.file)
+    url = database_url(settings)
+    with reading_progress("enqueue", path) as on_bytes, connection.connect_url(url, autocommit=True) as conn, \
+            path.open("rb") as lines:
         result = intake.enqueue_lines(conn, lines, clock=RealClock(), chunk_size=args.chunk_size,
-                                      workers=args.workers,
-                                      on_bytes=lambda n: progress.advance(task, n),
+                                      workers=args.workers, on_bytes=on_bytes,
                                       policy=intake.IntakePolicy.from_settings(settings),
                                       otp_code_length=settings.otp_code_length,
                                       max_body_segments=settings.max_body_segments)
-    for bad in result.bad_lines[:_BAD_LINES_SHOWN]:
-        print(f"{path.name}: {bad}", file=sys.stderr)
-    if len(result.bad_lines) > _BAD_LINES_SHOWN:
-        print(f"{path.name}: ... and {len(result.bad_lines) - _BAD_LINES_SHOWN} more bad lines", file=sys.stderr)
+    print_bad_lines(path, result.bad_lines)
     print(f"{result.requests} requests: {result.created} new, {result.existing} already enqueued; "
           f"{len(result.bad_lines)} bad lines")
     return 1 if result.bad_lines else 0
@@ -124,14 +90,14 @@ def enqueue_file(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def load_rates(args: argparse.Namespace, settings: Settings) -> int:
-    path = _readable(args.file)
+    path = readable(args.file)
     with path.open(newline="", encoding="utf-8-sig") as f:
         parsed, bad = rates.parse_rate_card(f)
     if bad:
         for line in bad:
             print(f"{path.name}: {line}", file=sys.stderr)
         raise rates.RateCardRefused(f"{path.name}: {len(bad)} bad line(s); nothing loaded")
-    with connection.connect_url(_database_url(settings), autocommit=True) as conn:
+    with connection.connect_url(database_url(settings), autocommit=True) as conn:
         loaded = rates.load_rates(conn, parsed)
     print(f"{len(parsed)} rates: {loaded.inserted} new, {loaded.updated} updated, {loaded.unchanged} unchanged")
     return 0
@@ -141,11 +107,12 @@ def load_rates(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
-    url = _database_url(settings)
+    url = database_url(settings)
     zone = settings.provider_timezone.key
     policy = OtpPolicy.from_settings(settings)
     with ProviderClient.from_settings(settings) as client:
-        strategies = {**sms_strategies(client, zone, xml_send=settings.provider_xml_send),
+        strategies = {**sms_strategies(client, zone, xml_send=settings.provider_xml_send,
+                                       campaign_request_size=settings.campaign_request_size),
                       **otp_strategies(client, zone, policy)}
         queues = select_queues(strategies, channels=args.channel, classes=args.message_class)
         worker = Worker(
@@ -165,7 +132,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
           f"rejected={summary.rejected} unknown={summary.unknown} released={summary.released} "
           f"unpriced={summary.unpriced} claims_expired={summary.claims_expired} "
           f"claims_released={summary.claims_released} pending_expired={summary.pending_expired} "
-          f"expired_unsent={summary.expired_unsent}")
+          f"expired_unsent={summary.expired_unsent} scheduled={summary.scheduled} promoted={summary.promoted}")
     if summary.stopped_by in ("breaker_open", "rate_limited"):
         print(f"sms-pipeline: worker stopped early ({summary.stopped_by.replace('_', ' ')}); "
               "due messages are still pending", file=sys.stderr)
@@ -187,7 +154,7 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
             recipient = msisdn.normalise(args.recipient)
         except msisdn.InvalidRecipient:
             raise UserError("--recipient is not a valid phone number") from None
-    with connection.connect_url(_database_url(settings), autocommit=True) as conn:
+    with connection.connect_url(database_url(settings), autocommit=True) as conn:
         traces = message_tools.trace(conn, business_key=args.business_key, attempt_key=args.attempt_key,
                                 recipient=recipient, tenant=args.tenant)
     if not traces:
@@ -222,7 +189,7 @@ def show_messages(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def replay_message(args: argparse.Namespace, settings: Settings) -> int:
-    with connection.connect_url(_database_url(settings), autocommit=True) as conn:
+    with connection.connect_url(database_url(settings), autocommit=True) as conn:
         done = message_tools.replay(conn, args.message_id, reason=args.reason, clock=RealClock(),
                                     send_window=timedelta(hours=settings.max_send_delay_h))
     print(f"message {done.replaced_id} superseded; new attempt id={done.message_id} "

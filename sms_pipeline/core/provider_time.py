@@ -28,6 +28,7 @@ _MONTHS = {
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HUMAN = re.compile(r"([A-Za-z]+)\.?\s+(\d{1,2}),\s*(\d{4})\s+(\d{1,2}):(\d{2}):(\d{2})", re.ASCII)
 _LOCAL = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?", re.ASCII)
+_WALL_CLOCK = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?", re.ASCII)
 
 
 class InvalidLocalTime(ValueError):
@@ -100,6 +101,27 @@ def localise(
     # transition instant lies between the two readings.
     low, high = sorted((first, second))
     return _first_instant_with_offset(low, high, tz)
+
+
+def wall_clock_instant(text: str, tz: ZoneInfo) -> tuple[datetime, datetime]:
+    """A time a person asked for, "YYYY-MM-DD HH:MM[:SS]" on the clocks of ``tz``: (wall clock, UTC instant).
+
+    Strict where :func:`parse_local` is lenient: a time the clocks skip or
+    show twice (DST) is refused, since either reading would be a guess about
+    when the person meant to send.
+    """
+    match = _WALL_CLOCK.fullmatch(text.strip())
+    if match is None:
+        raise InvalidLocalTime(f"expected 'YYYY-MM-DD HH:MM' (or HH:MM:SS), got {text!r}")
+    wall = _build(text, tuple(int(part or 0) for part in match.groups()))
+    try:
+        return wall, localise(wall, tz, ambiguous="raise", nonexistent="raise")
+    except AmbiguousLocalTime:
+        raise AmbiguousLocalTime(f"{wall:%Y-%m-%d %H:%M:%S} happens twice in {tz} (the clocks go back "
+                                 "then): pick a time outside that hour") from None
+    except NonexistentLocalTime:
+        raise NonexistentLocalTime(f"{wall:%Y-%m-%d %H:%M:%S} does not exist in {tz} (the clocks skip it "
+                                   "going forward): pick a time outside that hour") from None
 
 
 def _build(text: str, parts: tuple[int, ...]) -> datetime:

@@ -13,6 +13,7 @@ class MessageState(StrEnum):
     pending = "pending"
     claimed = "claimed"  # a worker holds it; its request has provably not started
     sending = "sending"  # its request started: it may have reached the provider
+    scheduled = "scheduled"  # the provider holds it until its scheduleTime (provider-side campaign); not billed
     submitted = "submitted"
     rejected = "rejected"
     delivered = "delivered"
@@ -56,6 +57,10 @@ LEGAL_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
         (_S.sending, _S.rejected),
         (_S.sending, _S.unknown),  # ambiguous outcome or lease ran out
         (_S.sending, _S.pending),  # only when the provider provably took nothing
+        (_S.sending, _S.scheduled),  # a provider-side campaign: accepted with a scheduleTime
+        (_S.scheduled, _S.submitted),  # its time has passed (or a report shows it sent): billed then
+        (_S.scheduled, _S.expired),  # cancelled before its time
+        (_S.scheduled, _S.unknown),  # the provider no longer lists its transaction
         (_S.submitted, _S.delivered),
         (_S.submitted, _S.failed),
         (_S.submitted, _S.expired),

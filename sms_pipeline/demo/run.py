@@ -350,7 +350,8 @@ class _Sender:
         s = self._settings
         zone = s.provider_timezone.key
         policy = OtpPolicy.from_settings(s)
-        strategies = {**sms_strategies(self._client, zone, xml_send=s.provider_xml_send),
+        strategies = {**sms_strategies(self._client, zone, xml_send=s.provider_xml_send,
+                                       campaign_request_size=s.campaign_request_size),
                       **otp_strategies(self._client, zone, policy)}
         return Worker(lambda: connection.connect_url(self._url, autocommit=True), strategies, clock=self._clock,
                       batch_size=s.batch_size, lease=timedelta(seconds=s.claim_lease_s),

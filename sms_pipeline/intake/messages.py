@@ -11,6 +11,7 @@ row, no error.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 from uuid import UUID
 
 import psycopg
@@ -151,6 +153,21 @@ class Enqueued:
     attempt_key: UUID
     state: str
     created: bool
+    campaign_id: int | None = None
+
+
+class CampaignSlot(Protocol):
+    """The campaign a file's requests join (:mod:`sms_pipeline.intake.campaigns`).
+
+    Every row is due at ``scheduled_for`` and carries ``campaign_id(conn)``,
+    which intake calls inside a batch's transaction (the first call may
+    write the campaign, so a new campaign commits with its first rows; later
+    calls return the same id).
+    """
+
+    scheduled_for: datetime
+
+    def campaign_id(self, conn: psycopg.Connection) -> int: ...
 
 
 def _text(record: Mapping[str, object], name: str, *, required: bool, allowed_controls: str = "") -> str | None:
@@ -372,8 +389,11 @@ def enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: 
 
 
 def _enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock: Clock, policy: IntakePolicy,
-             strict: bool) -> list[Enqueued | InvalidField]:
-    """:func:`enqueue`; without ``strict``, a refused request takes its place in the result as its refusal."""
+             strict: bool, campaign: CampaignSlot | None = None) -> list[Enqueued | InvalidField]:
+    """:func:`enqueue`; without ``strict``, a refused request takes its place in the result as its refusal.
+
+    New rows join ``campaign`` when one is given (their ``scheduled_for`` is already its time).
+    """
     if not messages:
         return []
     now = clock.now()
@@ -386,6 +406,7 @@ def _enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock:
         accepted = [ord_ for ord_, result in enumerate(results) if result is None]
         if not accepted:
             return results  # type: ignore[return-value]
+        campaign_id = None if campaign is None else campaign.campaign_id(conn)
         ensure_partition_for(conn, now)
         queries.run(conn, "intake_stage_create")
         fingerprint_of = policy.fingerprints()
@@ -397,14 +418,15 @@ def _enqueue(conn: psycopg.Connection, messages: Sequence[NewMessage], *, clock:
                                 m.recipient, m.sender_id, m.body, m.encoding, m.segments, m.template_id,
                                 m.dlt_entity_id, m.dlt_template_id, m.scheduled_for, policy.expires_at(m, now),
                                 fingerprint_of(m)))
-        created_ids = _insert_new(conn, now)
+        created_ids = _insert_new(conn, now, campaign_id)
         rows = queries.run(conn, "intake_resolve").fetchall()
         otp_requests.record_requests(conn, messages, [(row[0], row[1], row[2]) for row in rows])
     if len(rows) != len(accepted):
         raise RuntimeError(f"intake resolved {len(rows)} of {len(accepted)} requests")
-    for ord_, message_id, created_at, attempt_key, state in rows:
+    for ord_, message_id, created_at, attempt_key, state, row_campaign_id in rows:
         # A key repeated within the batch: only its first line created the row.
-        results[ord_] = Enqueued(message_id, created_at, attempt_key, state, message_id in created_ids)
+        results[ord_] = Enqueued(message_id, created_at, attempt_key, state, message_id in created_ids,
+                                 row_campaign_id)
         created_ids.discard(message_id)
     created = sum(isinstance(r, Enqueued) and r.created for r in results)
     log.info("intake requests=%d created=%d existing=%d refused=%d", len(rows), created,
@@ -446,11 +468,11 @@ def _otp_refusals(conn: psycopg.Connection, messages: Sequence[NewMessage], now:
     return refusals
 
 
-def _insert_new(conn: psycopg.Connection, now: datetime) -> set[int]:
+def _insert_new(conn: psycopg.Connection, now: datetime, campaign_id: int | None) -> set[int]:
     for round_no in range(1, _MAX_INSERT_ROUNDS + 1):
         try:
             with conn.transaction():
-                return {row[0] for row in queries.run(conn, "intake_insert_new", now=now)}
+                return {row[0] for row in queries.run(conn, "intake_insert_new", now=now, campaign_id=campaign_id)}
         except errors.UniqueViolation:
             # Another intake committed one of these keys after our statement
             # began; the next round's NOT EXISTS sees it.
@@ -534,9 +556,19 @@ def validate_numbered_lines(lines: Iterable[bytes], *, workers: int = 1,
             yield from pending.popleft().result()
 
 
+def _joining(campaign: CampaignSlot, line_no: int, message: NewMessage) -> NewMessage | BadLine:
+    """A request of a campaign file, due at the campaign's time; a line with a time of its own is refused."""
+    if message.scheduled_for is not None:
+        return BadLine(line_no, "scheduled_for", "not allowed in a campaign file (the campaign sets the time)")
+    if message.expires_at is not None and message.expires_at <= campaign.scheduled_for:
+        return BadLine(line_no, "expires_at", "must be later than the campaign's time")
+    return dataclasses.replace(message, scheduled_for=campaign.scheduled_for)
+
+
 def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Clock, chunk_size: int = 10_000,
                   workers: int = 1, on_bytes: Callable[[int], None] | None = None,
-                  policy: IntakePolicy = DEFAULT_POLICY, **options: object) -> FileIntake:
+                  policy: IntakePolicy = DEFAULT_POLICY, campaign: CampaignSlot | None = None,
+                  **options: object) -> FileIntake:
     """Validate and enqueue a JSONL byte stream in chunks of ``chunk_size`` good lines.
 
     Every line is validated before its chunk touches the database, so a bad
@@ -546,16 +578,22 @@ def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Cl
     ``policy`` fills in expiry and may refuse an OTP that comes too soon
     (refused lines, like the others). ``workers`` validation processes run
     while the database inserts; ``on_bytes`` is told how many bytes each
-    line took (progress).
+    line took (progress). With ``campaign``, every row joins it, due at its
+    time; a line whose event is already enqueued outside it is refused
+    (it would not go with the campaign).
     """
     result = FileIntake()
     chunk: list[tuple[int, NewMessage]] = []
 
     def flush() -> None:
-        done = _enqueue(conn, [m for _, m in chunk], clock=clock, policy=policy, strict=False)
+        done = _enqueue(conn, [m for _, m in chunk], clock=clock, policy=policy, strict=False, campaign=campaign)
         for (line_no, _), row in zip(chunk, done):
             if isinstance(row, InvalidField):
                 result.bad_lines.append(BadLine.from_error(line_no, row))
+                continue
+            if campaign is not None and row.campaign_id != campaign.campaign_id(conn):
+                result.bad_lines.append(BadLine(line_no, "event_id", f"already enqueued outside this campaign "
+                                                                      f"(message {row.message_id})"))
                 continue
             result.requests += 1
             result.created += row.created
@@ -563,6 +601,8 @@ def enqueue_lines(conn: psycopg.Connection, lines: Iterable[bytes], *, clock: Cl
         chunk.clear()
 
     for line_no, validated in validate_numbered_lines(lines, workers=workers, on_bytes=on_bytes, **options):
+        if campaign is not None and not isinstance(validated, BadLine):
+            validated = _joining(campaign, line_no, validated)
         if isinstance(validated, BadLine):
             result.bad_lines.append(validated)
             continue

@@ -1,4 +1,5 @@
-"""Reading ``marts.cost_daily`` for finance: rows by group, and totals per day.
+"""Reading ``marts.cost_daily`` for finance: rows by group, and totals per day; and
+``marts.campaign_daily``: each campaign's cost and outcomes per day.
 
 Money comes back as ``Decimal`` exactly as the mart holds it (NUMERIC); it is
 never turned into a float on the way to a table, a CSV or Dagster metadata.
@@ -52,6 +53,28 @@ class DayTotal:
     unknown_cost_at_risk: Decimal | None
 
 
+@dataclass(frozen=True)
+class CampaignCostRow:
+    day: date
+    campaign_id: int
+    campaign_name: str
+    tenant_id: str
+    message_class: str
+    currency: str | None
+    messages: int
+    submitted: int
+    billable_units: int
+    cost: Decimal | None
+    delivered: int
+    failed: int
+    expired: int
+    cancelled: int
+    rejected: int
+    pending: int
+    delivery_ratio: Decimal | None
+    median_latency_seconds: Decimal | None
+
+
 UNPRICED = "unpriced"
 
 
@@ -63,6 +86,12 @@ def money_text(amount: Decimal | None) -> str:
 def cost_rows(conn: psycopg.Connection, first: date, last: date, tenant: str | None = None) -> list[CostRow]:
     """Every cost_daily row of days ``first``..``last`` (inclusive), optionally one tenant's."""
     return mart_rows(conn, "cost_daily", "marts_cost_rows", CostRow, first, last, tenant=tenant)
+
+
+def campaign_rows(conn: psycopg.Connection, first: date, last: date,
+                  tenant: str | None = None) -> list[CampaignCostRow]:
+    """Every campaign_daily row of days ``first``..``last`` (inclusive), optionally one tenant's."""
+    return mart_rows(conn, "campaign_daily", "campaign_report_rows", CampaignCostRow, first, last, tenant=tenant)
 
 
 def day_totals(conn: psycopg.Connection, first: date, last: date) -> list[DayTotal]:

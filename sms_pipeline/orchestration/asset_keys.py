@@ -16,6 +16,7 @@ RECONCILIATION = dg.AssetKey(["msg", "reconciliation"])
 INTRADAY_RECONCILIATION = dg.AssetKey(["msg", "intraday_reconciliation"])
 UPKEEP = dg.AssetKey(["msg", "upkeep"])
 OUTBOUND_QUEUE = dg.AssetKey(["msg", "outbound_queue"])  # observed hourly: the send queue's backlog
+SCHEDULE_CROSSCHECK = dg.AssetKey(["msg", "schedule_crosscheck"])  # provider-side campaigns against our rows
 # marts
 PROVIDER_SUMMARY = dg.AssetKey(["dlr", "provider_summary"])
 COST_DAILY = dg.AssetKey(["marts", "cost_daily"])

@@ -6,7 +6,7 @@ config: ``error`` -> ERROR, ``warn`` -> WARN). A line names the asset, the
 check and what it found: the check's own description when it has one (the
 health readings write figures there), else the number of failing rows dbt
 counted. Never the rows themselves: no recipient numbers, no message text;
-a long run of digits in a description is masked all the same.
+a run of digits as long as a phone number in a description is masked all the same.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import dagster as dg
 
 DBT_FAILED_ROWS = "dagster_dbt/failed_row_count"
-_LONG_NUMBER = re.compile(r"\d{9,}")  # a phone number's length; no count or amount here is that long
+# A phone number's length (9 to 15 digits, E.164's most); no count or amount here is that long. Longer
+# runs are provider ids (a transaction's uuId, 19 digits), which the schedule cross-check names on purpose.
+_LONG_NUMBER = re.compile(r"(?<!\d)\d{9,15}(?!\d)")
 _MAX_DETAIL = 200
 
 

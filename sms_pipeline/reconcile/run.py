@@ -33,6 +33,7 @@ from sms_pipeline.reconcile.non_submission import NonSubmission, prove_non_submi
 from sms_pipeline.reconcile.orphans import Orphans, settle_orphans
 from sms_pipeline.reconcile.receipts import ReceiptLoad, stage_new_receipts, store_new_receipts
 from sms_pipeline.reconcile.resend import resend_after_proof
+from sms_pipeline.send.upkeep import promote_scheduled
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,10 @@ def reconcile_day(
     """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
     re-send what was proved never submitted; commits.
 
+    First, in transactions of their own, provider-side campaign rows whose
+    time has passed become ``submitted`` (as the worker's loop does), so a
+    report that shows them sent finds them submitted, not ``scheduled``.
+
     ``correlation_window_s``: ± seconds for correlation by reconstruction;
     ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`;
     ``resend_after_proof_classes``, ``resend_max_age_h`` (measured on ``clock``) and
@@ -108,6 +113,7 @@ def reconcile_day(
     tz = provider_timezone
     day_start, day_end = day_bounds(day, tz)
     window = timedelta(seconds=correlation_window_s)
+    promote_scheduled(conn, now=now, price_time_zone=tz.key)
     with conn.transaction():
         transaction.lock(conn)
         transaction.use_set_based_memory(conn)

@@ -7,7 +7,9 @@ DLT ids. A number never appears twice in one request: the provider's
 ``duplicatecheck`` would drop one of them without saying which, and
 correlation by transaction + recipient would become ambiguous. The k-th
 occurrence of a number goes to the k-th "lane" of its group, and each lane
-is cut into requests of at most ``batch_size`` numbers.
+is cut into requests of at most ``batch_size`` numbers. The rows of a
+provider-side campaign (:func:`plan_campaign_requests`) are grouped by
+campaign and time as well, in requests of at most the campaign request size.
 
 With the provider's XML multi-message send (:func:`plan_personalised_requests`),
 rows whose body is theirs alone in this claim travel together although their
@@ -90,6 +92,10 @@ def _request_key(m: ClaimedMessage) -> tuple:
             m.template_id, m.dlt_entity_id, m.dlt_template_id)
 
 
+def _campaign_key(m: ClaimedMessage) -> tuple:
+    return (m.campaign_id, m.scheduled_for, *_request_key(m))
+
+
 def _personalised_key(m: ClaimedMessage) -> tuple:
     return (m.tenant_id, m.channel, m.message_class, m.sender_id, msg_type(m.encoding), m.dlt_entity_id)
 
@@ -110,20 +116,36 @@ def _lanes(messages: Iterable[ClaimedMessage], key_of) -> dict[tuple, list[list[
     return lanes_by_key
 
 
-def plan_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[SendBatch]:
-    """Requests for ``messages``, in the order their groups first appear."""
+def _quick_send(messages: tuple[ClaimedMessage, ...]) -> SendBatch:
+    """One quick send of rows that share everything but the number (the first row speaks for them)."""
+    m = messages[0]
+    return SendBatch(m.tenant_id, m.channel, m.message_class, m.sender_id, m.body, msg_type(m.encoding),
+                     m.template_id, m.dlt_entity_id, m.dlt_template_id, messages)
+
+
+def _plan(messages: Iterable[ClaimedMessage], batch_size: int, key_of) -> list[SendBatch]:
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
-    lanes_by_key = _lanes(messages, _request_key)
-    batches = []
-    for key, lanes in lanes_by_key.items():
-        tenant_id, channel, message_class, sender_id, body, type_, template_id, entity_id, dlt_template = key
-        for lane in lanes:
-            for start in range(0, len(lane), batch_size):
-                batches.append(SendBatch(tenant_id, channel, message_class, sender_id, body, type_,
-                                         template_id, entity_id, dlt_template,
-                                         tuple(lane[start:start + batch_size])))
-    return batches
+    return [_quick_send(tuple(lane[start:start + batch_size]))
+            for lanes in _lanes(messages, key_of).values()
+            for lane in lanes
+            for start in range(0, len(lane), batch_size)]
+
+
+def plan_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[SendBatch]:
+    """Requests for ``messages``, in the order their groups first appear."""
+    return _plan(messages, batch_size, _request_key)
+
+
+def plan_campaign_requests(messages: Iterable[ClaimedMessage], request_size: int) -> list[SendBatch]:
+    """Requests of provider-side campaign rows, each sent with its campaign's scheduleTime.
+
+    As :func:`plan_requests`, and a request never mixes two campaigns nor two
+    times: one request becomes one provider campaign, whose transactions are
+    cancelled or moved together with ours. Rows keep their order (the
+    provider splits a request into transactions in request order).
+    """
+    return _plan(messages, request_size, _campaign_key)
 
 
 def plan_personalised_requests(messages: Iterable[ClaimedMessage], batch_size: int) -> list[SendBatch]:

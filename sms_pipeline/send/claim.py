@@ -47,6 +47,7 @@ class ClaimedMessage:
     expires_at: datetime | None
     claimed_at: datetime
     attempt_count: int
+    campaign_id: int | None = None  # our campaign (msg.campaign), if the row belongs to one
 
 
 _FIELDS = tuple(ClaimedMessage.__dataclass_fields__)
@@ -54,12 +55,14 @@ _FIELDS = tuple(ClaimedMessage.__dataclass_fields__)
 
 def claim(conn: psycopg.Connection, *, channel: str, message_class: str, now: datetime, limit: int,
           take: Callable[[Sequence[ClaimedMessage]], Sequence[ClaimedMessage]] | None = None,
-          ) -> list[ClaimedMessage]:
+          query: str = "claim_candidates") -> list[ClaimedMessage]:
     """Claim due rows (oldest due first) and commit the claim; returns the rows claimed.
 
     ``limit`` bounds how many due rows are looked at; ``take`` chooses which of
     them to claim (a subset, e.g. the rows of the next request), all of them
-    when None.
+    when None. ``query`` names the statement that locks the rows looked at:
+    the due rows, or ``campaign_send_candidates`` (the rows of provider-side
+    campaigns whose time is still ahead, handed over early).
     """
     if limit <= 0:
         raise ValueError(f"claim limit must be positive, got {limit}")
@@ -68,10 +71,10 @@ def claim(conn: psycopg.Connection, *, channel: str, message_class: str, now: da
         # partition and its indexes) was about a quarter of the claim's server
         # time, and the plan is the same index walk each time.
         queries.run(cur, "set_local_generic_plan")
-        queries.run(cur, "claim_candidates", prepare=True,
+        queries.run(cur, query, prepare=True,
                     channel=channel, message_class=message_class, now=now, limit=limit)
         if tuple(column.name for column in cur.description) != _FIELDS:
-            raise RuntimeError("claim_candidates.sql must return the fields of ClaimedMessage, in order")
+            raise RuntimeError(f"{query}.sql must return the fields of ClaimedMessage, in order")
         # Oldest due first; ties (rows of one intake) by id, so the plan is deterministic.
         candidates = sorted((ClaimedMessage(*row) for row in cur.fetchall()),
                             key=lambda m: (m.scheduled_for or m.created_at, m.id))

@@ -9,7 +9,11 @@ with no transaction open, and writes its outcome onto the rows still
 ``sending``. A row whose ``expires_at`` passed after the claim is expired
 instead, never sent. OTP queues are claimed first, and only when an OTP
 strategy is registered: without one, ``message_class = 'otp'`` rows are
-never claimed.
+never claimed. A queue whose strategy carries a campaign strategy
+(``BulkSmsStrategy.campaigns``) first hands over the rows of provider-side
+campaigns whose time is still ahead, and the loop promotes, once a poll
+interval, the ``scheduled`` rows whose time has come
+(:mod:`sms_pipeline.send.campaigns`).
 
 Stopping (SIGTERM/SIGINT, a configuration refusal, another thread's crash):
 the request in flight finishes and its outcome is written; claimed rows
@@ -29,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
@@ -44,6 +48,9 @@ from sms_pipeline.send.breaker import CircuitBreaker
 from sms_pipeline.send.claim import ClaimedMessage, claim
 from sms_pipeline.send.metrics import WorkerMetrics
 from sms_pipeline.send.outcomes import AppliedOutcome, apply_outcome, release_unsent, start_request
+
+if TYPE_CHECKING:  # campaigns builds on this module
+    from sms_pipeline.send.campaigns import CampaignStrategy
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +108,13 @@ class SendStrategy(Protocol):
         ...
 
 
+def send_quick(client: ProviderClient, batch: SendBatch, *, schedule_time: datetime | None = None) -> SendOutcome:
+    """One quick ``/send`` of ``batch`` (``schedule_time``: the provider holds it until then)."""
+    return client.send(batch.recipients, batch.body, batch.sender_id or "", batch.msg_type,
+                       dlt_entity_id=batch.dlt_entity_id, dlt_template_id=batch.dlt_template_id,
+                       schedule_time=schedule_time)
+
+
 @dataclass(frozen=True)
 class BulkSmsStrategy:
     """Transactional and promotional SMS: many numbers per ``/send`` request."""
@@ -108,14 +122,15 @@ class BulkSmsStrategy:
     client: ProviderClient
     price_time_zone: str  # the zone the rate card's days are read in
     claim_limit: int | None = None
+    # Hands this queue's provider-side campaigns to the provider ahead of their time; None: they wait until
+    # due and go out as any row.
+    campaigns: CampaignStrategy | None = None
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         return plan_requests(messages, batch_size)
 
     def send(self, batch: SendBatch) -> Sent:
-        outcome = self.client.send(batch.recipients, batch.body, batch.sender_id or "", batch.msg_type,
-                                   dlt_entity_id=batch.dlt_entity_id, dlt_template_id=batch.dlt_template_id)
-        return Sent(batch, outcome)
+        return Sent(batch, send_quick(self.client, batch))
 
     def record(self, conn: psycopg.Connection, sent: Sent, *, now: datetime) -> AppliedOutcome:
         return apply_outcome(conn, sent.batch, sent.outcome, now=now, price_time_zone=self.price_time_zone)
@@ -149,6 +164,8 @@ class WorkerSummary:
     claimed: int = 0
     requests: int = 0
     submitted: int = 0
+    scheduled: int = 0  # provider-side campaign rows the provider took, to send at their time
+    promoted: int = 0  # scheduled -> submitted: their time came
     rejected: int = 0
     unknown: int = 0
     released: int = 0
@@ -217,6 +234,10 @@ class Worker:
             raise ValueError("a worker needs at least one send strategy")
         self._connect = connect
         self._queues = select_queues(strategies)
+        # The queues that hand provider-side campaigns over early (other strategies, OTP's, have none).
+        self._campaigns: dict[QueueKey, CampaignStrategy] = {
+            key: campaigns for key, s in self._queues.items()
+            if (campaigns := getattr(s, "campaigns", None)) is not None}
         self.metrics = WorkerMetrics(self._queues, breaker)
         self._clock = clock
         self._batch_size = batch_size
@@ -233,6 +254,11 @@ class Worker:
         self._refusal: SendRefused | None = None
         self._crash: BaseException | None = None
         self._next_upkeep = 0.0
+        # The campaign steps cost a statement even when they find nothing: promotion runs at most once a
+        # poll interval, and a campaign claim that found nothing waits one (shared by the threads; the
+        # first of each always runs, so every `once` run does both).
+        self._next_promotion = 0.0
+        self._campaigns_idle_until: dict[QueueKey, float] = {}
         self._rate_limited_in_a_row = 0
 
     # ----- control ------------------------------------------------------------
@@ -280,6 +306,7 @@ class Worker:
     def _loop(self, conn: psycopg.Connection, once: bool) -> None:
         while not self._stop.is_set():
             self._maybe_upkeep(conn)
+            self._promote(conn)
             pause = self._backoff.remaining()
             if pause:
                 self._stop.wait(pause)
@@ -308,27 +335,65 @@ class Worker:
                 self._summary.add(claims_expired=counts.claims_expired, claims_released=counts.claims_released,
                                   pending_expired=counts.pending_expired)
 
+    def _promote(self, conn: psycopg.Connection) -> None:
+        """Provider-side campaign rows whose time has come: ``scheduled -> submitted``, billed then."""
+        if not self._campaigns:  # a worker that hands none over leaves them to one that does, and to reconcile
+            return
+        with self._lock:
+            if time.monotonic() < self._next_promotion:
+                return
+            self._next_promotion = time.monotonic() + self._poll_interval_s
+        zone = next(iter(self._campaigns.values())).price_time_zone
+        promoted = upkeep.promote_scheduled(conn, now=self._clock.now(), price_time_zone=zone)
+        if promoted.submitted:
+            self.metrics.promoted(promoted.submitted)
+            with self._lock:
+                self._summary.add(promoted=promoted.submitted, unpriced=promoted.unpriced)
+
     def _claim_and_send(self, conn: psycopg.Connection, once: bool) -> bool:
-        """One claim from the first queue with due rows; False when every queue is empty."""
+        """One claim from the first queue with rows to send; False when every queue is empty.
+
+        A queue's provider-side campaigns whose time is still ahead come before
+        its due rows: they are handed over at the first claim, not at their time.
+        """
         for (channel, message_class), strategy in self._queues.items():
-            planned: list[SendBatch] = []
-
-            def next_request(due: Sequence[ClaimedMessage], strategy: SendStrategy = strategy,
-                             planned: list[SendBatch] = planned) -> Sequence[ClaimedMessage]:
-                # A claim takes only what this worker sends next: the first request of the plan.
-                planned[:] = strategy.plan(due, self._batch_size)[:1]
-                return planned[0].messages if planned else ()
-
-            rows = claim(conn, channel=channel, message_class=message_class, now=self._clock.now(),
-                         limit=min(self._batch_size, strategy.claim_limit or self._batch_size), take=next_request)
-            if rows:
-                log.info("claimed channel=%s class=%s rows=%d", channel, message_class, len(rows))
-                self.metrics.claimed(channel, message_class, len(rows))
+            campaigns = self._campaigns.get((channel, message_class))
+            if campaigns is not None:
                 with self._lock:
-                    self._summary.add(claimed=len(rows))
-                self._send_all(conn, strategy, planned, once)
+                    idle = time.monotonic() < self._campaigns_idle_until.get((channel, message_class), 0.0)
+                if not idle:
+                    if self._claim_one(conn, channel, message_class, campaigns, campaigns.query,
+                                       campaigns.claim_limit, campaigns.claim_limit, once):
+                        return True
+                    with self._lock:
+                        self._campaigns_idle_until[(channel, message_class)] = \
+                            time.monotonic() + self._poll_interval_s
+            size = self._batch_size
+            if self._claim_one(conn, channel, message_class, strategy, "claim_candidates",
+                               min(size, strategy.claim_limit or size), size, once):
                 return True
         return False
+
+    def _claim_one(self, conn: psycopg.Connection, channel: str, message_class: str, strategy: SendStrategy,
+                   query: str, limit: int, request_size: int, once: bool) -> bool:
+        """One claim of ``query``'s rows, and their request sent; False when it found none."""
+        planned: list[SendBatch] = []
+
+        def next_request(due: Sequence[ClaimedMessage]) -> Sequence[ClaimedMessage]:
+            # A claim takes only what this worker sends next: the first request of the plan.
+            planned[:] = strategy.plan(due, request_size)[:1]
+            return planned[0].messages if planned else ()
+
+        rows = claim(conn, channel=channel, message_class=message_class, now=self._clock.now(), limit=limit,
+                     take=next_request, query=query)
+        if not rows:
+            return False
+        log.info("claimed channel=%s class=%s rows=%d", channel, message_class, len(rows))
+        self.metrics.claimed(channel, message_class, len(rows))
+        with self._lock:
+            self._summary.add(claimed=len(rows))
+        self._send_all(conn, strategy, planned, once)
+        return True
 
     def _send_all(self, conn: psycopg.Connection, strategy: SendStrategy, batches: list[SendBatch],
                   once: bool) -> None:
@@ -362,8 +427,9 @@ class Worker:
     def _react(self, sent: Sent, applied: AppliedOutcome, once: bool) -> None:
         decision = applied.decision
         with self._lock:
-            self._summary.add(requests=1, submitted=applied.submitted, rejected=applied.rejected,
-                              unknown=applied.unknown, released=applied.released, unpriced=applied.unpriced)
+            self._summary.add(requests=1, submitted=applied.submitted, scheduled=applied.scheduled,
+                              rejected=applied.rejected, unknown=applied.unknown, released=applied.released,
+                              unpriced=applied.unpriced)
         if decision.breaker_failure:
             if self._breaker.record_failure():
                 self.metrics.backoff("breaker_open", self._breaker.seconds_until_retry())

@@ -23,10 +23,12 @@ from sms_pipeline.send.upkeep import UpkeepCounts
 
 # What the provider answered a request.
 ANSWERS = ("accepted", "refused", "rate_limited", "ambiguous", "never_connected")
-# What became of the rows of a request: its answer's moves, then the two ways a row never goes out.
-ROW_OUTCOMES = ("submitted", "rejected", "unknown", "released", "expired_unsent", "released_unsent")
-# What the upkeep sweep moved: a lease ran out before / after the request started, a pending row expired.
-UPKEEP_OUTCOMES = ("lease_released", "lease_unknown", "pending_expired")
+# What became of the rows of a request: its answer's moves (scheduled: a provider-side campaign's, held
+# by the provider until its time), then the two ways a row never goes out.
+ROW_OUTCOMES = ("submitted", "scheduled", "rejected", "unknown", "released", "expired_unsent", "released_unsent")
+# What the upkeep sweep moved: a lease ran out before / after the request started, a pending row expired;
+# and a scheduled row whose time came (submitted then).
+UPKEEP_OUTCOMES = ("lease_released", "lease_unknown", "pending_expired", "scheduled_submitted")
 # Why the worker stopped sending for a while.
 BACKOFF_REASONS = ("rate_limited", "breaker_open")
 BREAKER_STATES = tuple(state.value for state in BreakerState)
@@ -96,7 +98,7 @@ class WorkerMetrics:
 
     def request(self, batch: SendBatch, outcome: SendOutcome, seconds: float, applied: AppliedOutcome) -> None:
         self._requests.labels(batch.channel, batch.message_class, answer_of(outcome)).observe(seconds)
-        for name in ("submitted", "rejected", "unknown", "released"):
+        for name in ("submitted", "scheduled", "rejected", "unknown", "released"):
             self.rows(batch, name, getattr(applied, name))
         if applied.unpriced:
             self._unpriced.labels(batch.channel, batch.message_class).inc(applied.unpriced)
@@ -110,6 +112,9 @@ class WorkerMetrics:
                                ("pending_expired", counts.pending_expired)):
             if count:
                 self._upkeep.labels(outcome).inc(count)
+
+    def promoted(self, rows: int) -> None:
+        self._upkeep.labels("scheduled_submitted").inc(rows)
 
     def backoff(self, reason: str, seconds: float) -> None:
         self._backoffs.labels(reason).inc()

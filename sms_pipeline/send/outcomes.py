@@ -13,7 +13,8 @@ changes nothing the second time and a row whose lease ran out meanwhile (now
 |-----------------------------------------|----------------------------------------|-------------------|
 | accepted                                | ``invalidMobile`` rejected, those in   | breaker success   |
 |                                         | neither list unknown, then the rest    |                   |
-|                                         | submitted and billed                   |                   |
+|                                         | submitted and billed (a provider-side  |                   |
+|                                         | campaign's: ``scheduled``, unbilled)   |                   |
 | refused 230 / 231 / 235                 | rejected (the message is wrong)        | breaker success   |
 | refused 216 / 213 / 147 / 301, HTTP 4xx | released to pending (OTP included)     | stops             |
 | refused 429                             | released (OTP: rejected)               | backs off         |
@@ -35,6 +36,7 @@ would be useless.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -59,6 +61,8 @@ MESSAGE_REFUSAL_REASONS = {"230": "template_mismatch", "231": "invalid_sender", 
 INVALID_MOBILE_REASON = "invalid_mobile"
 # A recipient an accepted answer names in neither `mobile` nor `invalidMobile`.
 NOT_IN_ANSWER_REASON = "not_in_answer"
+# A provider-side campaign's accepted row whose transaction could not be told (send/campaigns.py).
+CAMPAIGN_UNMAPPED_REASON = "campaign_unmapped"
 
 
 class Action(StrEnum):
@@ -89,10 +93,11 @@ class AppliedOutcome:
     unknown: int = 0
     released: int = 0
     unpriced: int = 0  # of the submitted rows, those without a rate-card price
+    scheduled: int = 0  # a provider-side campaign's rows the provider holds until its time
 
     @property
     def moved(self) -> int:
-        return self.submitted + self.rejected + self.unknown + self.released
+        return self.submitted + self.rejected + self.unknown + self.released + self.scheduled
 
 
 def decide(outcome: SendOutcome, message_class: str) -> Decision:
@@ -129,6 +134,18 @@ def _log_rows(rows: list[tuple], state: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """An accepted answer to a request sent with a ``scheduleTime``: the provider holds the rows it took.
+
+    ``transaction_ids``: each accepted row's transaction (row id -> uuId), or
+    None when they could not be told (the rows become ``unknown``, reason
+    ``campaign_unmapped``, with the campaignId kept; never guessed).
+    """
+
+    transaction_ids: Mapping[int, str] | None
+
+
+@dataclass(frozen=True, slots=True)
 class Started:
     """What :func:`start_request` did: the rows now ``sending`` and those expired instead."""
 
@@ -155,7 +172,8 @@ def start_request(conn: psycopg.Connection, batch: SendBatch, *, now: datetime) 
 
 
 def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutcome, *,
-                  now: datetime, price_time_zone: str, sent_fingerprint: bytes | None = None) -> AppliedOutcome:
+                  now: datetime, price_time_zone: str, sent_fingerprint: bytes | None = None,
+                  held: Held | None = None) -> AppliedOutcome:
     """Write ``outcome`` onto the rows of ``batch`` still ``sending`` (one transaction).
 
     ``now`` is the submission time (the clock's, after the answer came back);
@@ -163,6 +181,9 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
     ``sent_fingerprint``: the text fingerprint of a request whose text intake
     could not know (an OTP's, made with its code), written on the rows that
     may have gone out (submitted, unknown); None keeps the one from intake.
+    ``held``: the answer is a provider-side campaign's (accepted with a
+    campaignId): the rows it took become ``scheduled`` instead of
+    ``submitted``, not billed.
     """
     decision = decide(outcome, batch.message_class)
     base = {"ids": batch.ids, "created_ats": batch.created_ats, "now": now}
@@ -178,19 +199,36 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
                     conn, "worker_reject", **base, **answer, recipients=list(outcome.invalid),
                     reason=INVALID_MOBILE_REASON, cause=None).fetchall()
             if outcome.unlisted:  # in neither list: possibly sent, so never submitted nor rejected
-                unknown = queries.run(conn, "worker_mark_unknown", **base, **answer, **sent,
-                                      recipients=list(outcome.unlisted), reason=NOT_IN_ANSWER_REASON).fetchall()
+                # A campaign's answer names one transaction of several, not necessarily theirs.
+                unknown = queries.run(conn, "worker_mark_unknown", **base, **sent, status_code=outcome.status_code,
+                                      transaction_id=None if held is not None else outcome.transaction_id,
+                                      campaign_id=outcome.campaign_id, recipients=list(outcome.unlisted),
+                                      reason=NOT_IN_ANSWER_REASON).fetchall()
             if outcome.unmatched:
                 log.warning("answer transaction_id=%s names %d number(s) that match no recipient of the request",
                             outcome.transaction_id, len(outcome.unmatched))
-            submitted = queries.run(
-                conn, "worker_submit", **base, **answer, **sent, campaign_id=outcome.campaign_id,
-                created_at=outcome.create_time, price_time_zone=price_time_zone).fetchall()
+            submitted: list[tuple] = []
+            scheduled: list[tuple] = []
+            if held is None:
+                submitted = queries.run(
+                    conn, "worker_submit", **base, **answer, **sent, campaign_id=outcome.campaign_id,
+                    created_at=outcome.create_time, price_time_zone=price_time_zone).fetchall()
+            elif held.transaction_ids is None:  # the rest (still `sending`): taken, but by which transaction?
+                unknown += queries.run(conn, "worker_mark_unknown", **base, **sent, recipients=None,
+                                       reason=CAMPAIGN_UNMAPPED_REASON, transaction_id=None,
+                                       campaign_id=outcome.campaign_id, status_code=outcome.status_code).fetchall()
+            else:
+                mapped = held.transaction_ids
+                scheduled = queries.run(
+                    conn, "campaign_send_schedule", ids=list(mapped), transaction_ids=list(mapped.values()),
+                    created_ats=batch.created_ats, campaign_id=outcome.campaign_id, status_code=outcome.status_code,
+                    now=now).fetchall()
             _log_rows(rejected, "rejected")
             _log_rows(unknown, "unknown")
             _log_rows(submitted, "submitted")
+            _log_rows(scheduled, "scheduled")
             applied = AppliedOutcome(decision, submitted=len(submitted), rejected=len(rejected), unknown=len(unknown),
-                                     unpriced=sum(1 for row in submitted if row[2]))
+                                     unpriced=sum(1 for row in submitted if row[2]), scheduled=len(scheduled))
         elif decision.action is Action.reject:
             rejected = queries.run(
                 conn, "worker_reject", **base, recipients=None, reason=decision.reason,
@@ -199,7 +237,8 @@ def apply_outcome(conn: psycopg.Connection, batch: SendBatch, outcome: SendOutco
             applied = AppliedOutcome(decision, rejected=len(rejected))
         elif decision.action is Action.mark_unknown:
             unknown = queries.run(conn, "worker_mark_unknown", **base, **sent, recipients=None,
-                                  reason=decision.reason, transaction_id=None, status_code=None).fetchall()
+                                  reason=decision.reason, transaction_id=None, campaign_id=None,
+                                  status_code=None).fetchall()
             _log_rows(unknown, "unknown")
             applied = AppliedOutcome(decision, unknown=len(unknown))
         else:
@@ -224,13 +263,15 @@ def _log_summary(batch: SendBatch, outcome: SendOutcome, applied: AppliedOutcome
     detail = ""
     if isinstance(outcome, SendAccepted):
         detail = f" transaction_id={outcome.transaction_id}"
+        if outcome.campaign_id is not None:
+            detail += f" campaign_id={outcome.campaign_id}"
     elif isinstance(outcome, SendRefused):
         detail = f" code={outcome.code}"
     elif isinstance(outcome, SendAmbiguous | SendNeverConnected):
         detail = f" why={outcome.reason!r}"
     stale = len(batch) - applied.moved
     level = logging.WARNING if stale or applied.decision.action is not Action.fan_out else logging.INFO
-    log.log(level, "outcome attempt_key=%s action=%s rows=%d submitted=%d rejected=%d unknown=%d "
+    log.log(level, "outcome attempt_key=%s action=%s rows=%d submitted=%d scheduled=%d rejected=%d unknown=%d "
                    "released=%d unpriced=%d no_longer_sending=%d%s",
-            batch.first_attempt_key, applied.decision.action, len(batch), applied.submitted, applied.rejected,
-            applied.unknown, applied.released, applied.unpriced, stale, detail)
+            batch.first_attempt_key, applied.decision.action, len(batch), applied.submitted, applied.scheduled,
+            applied.rejected, applied.unknown, applied.released, applied.unpriced, stale, detail)

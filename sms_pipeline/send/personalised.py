@@ -22,8 +22,9 @@ from sms_pipeline.core.states import MessageClass
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import PersonalisedSms
 from sms_pipeline.send.batching import SendBatch, plan_personalised_requests
+from sms_pipeline.send.campaigns import CampaignStrategy
 from sms_pipeline.send.claim import ClaimedMessage
-from sms_pipeline.send.loop import BulkSmsStrategy, QueueKey, Sent, SendStrategy, bulk_strategies
+from sms_pipeline.send.loop import BulkSmsStrategy, QueueKey, Sent, SendStrategy
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,14 @@ class PersonalisedSmsStrategy(BulkSmsStrategy):
         return Sent(batch, outcome)
 
 
-def sms_strategies(client: ProviderClient, price_time_zone: str, *, xml_send: bool) -> dict[QueueKey, SendStrategy]:
-    """The SMS strategies for transactional and promotional traffic: personalised when the provider has the XML send."""
-    if not xml_send:
-        return bulk_strategies(client, price_time_zone)
-    personalised = PersonalisedSmsStrategy(client, price_time_zone)
-    return {("sms", MessageClass.transactional.value): personalised,
-            ("sms", MessageClass.promotional.value): personalised}
+def sms_strategies(client: ProviderClient, price_time_zone: str, *, xml_send: bool,
+                   campaign_request_size: int) -> dict[QueueKey, SendStrategy]:
+    """The SMS strategies for transactional and promotional traffic: personalised when the provider has the XML send.
+
+    ``campaign_request_size`` (``SMS_PIPELINE_CAMPAIGN_REQUEST_SIZE``): provider-side campaigns are handed over
+    ahead of their time in requests of up to that many numbers.
+    """
+    campaigns = CampaignStrategy(client, price_time_zone, campaign_request_size)
+    kind = PersonalisedSmsStrategy if xml_send else BulkSmsStrategy
+    strategy = kind(client, price_time_zone, campaigns=campaigns)
+    return {("sms", MessageClass.transactional.value): strategy, ("sms", MessageClass.promotional.value): strategy}

@@ -10,6 +10,11 @@
   (``sql/queries/stuck_sending.sql``). The lease counts from ``claimed_at``.
 - A ``pending`` row whose ``expires_at`` passed becomes ``expired``: counted,
   never sent late (``sql/queries/worker_expire_pending.sql``).
+- A ``scheduled`` row (a provider-side campaign's) whose time has come
+  becomes ``submitted`` at that time, billed at the rate in force then
+  (:func:`promote_scheduled`, ``sql/queries/campaign_promote.sql``): the
+  worker runs it once a poll interval, reconciliation before it correlates a
+  day.
 
 Called by the worker loop and by the pipeline's hourly upkeep; both
 statements only touch rows that still need it, so running them twice, or
@@ -27,6 +32,9 @@ import psycopg
 from sms_pipeline.db import queries
 
 log = logging.getLogger(__name__)
+
+# Rows one promotion statement moves (one short transaction each).
+PROMOTE_BATCH = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +73,29 @@ def run_upkeep(conn: psycopg.Connection, *, now: datetime, lease: timedelta) -> 
         log.warning("upkeep claims_expired=%d claims_released=%d pending_expired=%d",
                     counts.claims_expired, counts.claims_released, counts.pending_expired)
     return counts
+
+
+@dataclass(frozen=True, slots=True)
+class Promoted:
+    submitted: int  # scheduled -> submitted, billed at their time
+    unpriced: int  # of them, those without a rate-card price
+
+
+def promote_scheduled(conn: psycopg.Connection, *, now: datetime, price_time_zone: str,
+                      batch_size: int = PROMOTE_BATCH) -> Promoted:
+    """``scheduled`` rows whose time has passed at ``now`` -> ``submitted``, in batches of one transaction each.
+
+    ``price_time_zone`` names the zone the rate card's days are read in.
+    """
+    submitted = unpriced = 0
+    while True:
+        with conn.transaction():
+            moved, without_price = queries.run(conn, "campaign_promote", now=now, limit=batch_size,
+                                               price_time_zone=price_time_zone).fetchone()
+        submitted += moved
+        unpriced += without_price
+        if moved < batch_size:
+            break
+    if submitted:
+        log.info("scheduled rows submitted at their time rows=%d unpriced=%d", submitted, unpriced)
+    return Promoted(submitted, unpriced)

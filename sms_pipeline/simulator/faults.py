@@ -31,6 +31,9 @@ REQUEST_FAULTS: tuple[str, ...] = (
     "answer_leading_zero",  # "09876543210" (the national form; Indian numbers only)
     "answer_spaces",  # "91 98765 43210"
     "answer_omits_recipient",  # per recipient: listed in neither mobile nor invalidMobile
+    # Per scheduled request: one of its transactions vanishes silently (never sent, never billed,
+    # gone from schedule/read and campaign/read); what the schedule cross-check must catch.
+    "drop_scheduled_transaction",
 )
 # Row-level faults, decided per message (msgId).
 ROW_FAULTS: tuple[str, ...] = (

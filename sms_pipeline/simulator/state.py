@@ -33,12 +33,15 @@ from sms_pipeline.core.otp import PLACEHOLDER_OTP
 from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.core.segments import count_segments
 from sms_pipeline.simulator import generation, statefile
-from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig, fires
+from sms_pipeline.simulator.faults import ROW_FAULTS, FaultConfig, draw, fires
 
 E = TypeVar("E")  # an entry of a send: a number, or a (position, (number, text)) of an XML send
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CAMPAIGN_SPLIT = 1000  # recipients per transaction of a scheduled campaign [assumed]
+# The drop fault loses a transaction this long after accepting it: the answer and a campaign/read right after it
+# still list it (so a sender can map its rows), later reads do not.
+DROP_AFTER_MS = 60_000
 XML_MAX_MESSAGES = 1000  # <sms> per XML send; more is code 414, nothing billed [assumed]
 OTP_TRANSACTION_ID = "0"
 DEFAULT_MOBILE_PATTERNS = (r"91[6-9]\d{9}",)  # India: 91 + 10 digits starting 6-9 [assumed]
@@ -176,7 +179,9 @@ class _Schedule:
     created_ms: int
     due_ms: int
     updated_ms: int | None = None
-    state: str = "scheduled"  # scheduled | completed | cancelled
+    # scheduled | completed | cancelled | failed (no credits at its time) | dropped (the fault: listed nowhere)
+    state: str = "scheduled"
+    drops_at_ms: int | None = None  # the drop fault: lost this long after it was accepted, unless sent first
 
 
 @dataclass
@@ -554,16 +559,31 @@ class SimulatorState:
             )
             txn_ids.append(txn_id)
         self._campaigns[campaign] = txn_ids
+        if fires(self.faults.rate("drop_scheduled_transaction"), self.seed, "drop_scheduled_transaction",
+                 fingerprint, arrival):
+            self.faults.count("drop_scheduled_transaction")
+            part = int(draw(self.seed, "drop_scheduled_transaction/part", fingerprint, arrival) * len(txn_ids))
+            self._schedules[txn_ids[part]].drops_at_ms = now_ms + DROP_AFTER_MS
         self._revision += 1
         return campaign
 
     def _release_due_schedules(self, now_ms: int) -> None:
-        """Submit (and bill) every schedule whose time has come (lock held)."""
+        """Submit (and bill) every schedule whose time has come (lock held); first lose what the drop fault
+        loses by then."""
+        for sched in self._schedules.values():
+            if sched.state == "scheduled" and sched.drops_at_ms is not None and sched.drops_at_ms <= min(
+                    now_ms, sched.due_ms - 1):
+                sched.state = "dropped"
+                self._revision += 1
         due = sorted(
             (s for s in self._schedules.values() if s.state == "scheduled" and s.due_ms <= now_ms),
             key=lambda s: (s.due_ms, s.transaction_id),
         )
         for sched in due:
+            if sched.request.test_message:  # validated, never sent nor billed, as an unscheduled test send
+                sched.state = "completed"
+                self._revision += 1
+                continue
             segments = count_segments(sched.request.text).segments
             try:
                 self._charge(segments * len(sched.recipients))
@@ -593,7 +613,8 @@ class SimulatorState:
     def update_schedule(self, transaction_id: str, due: datetime) -> None:
         with self._lock:
             now_ms = epoch_ms(self.now())
-            self._pending_schedule(transaction_id, now_ms).due_ms = epoch_ms(due)
+            # A time already past sends it now: never billed at an instant before the change.
+            self._pending_schedule(transaction_id, now_ms).due_ms = max(epoch_ms(due), now_ms)
             self._release_due_schedules(now_ms)
 
     def delete_schedule(self, transaction_id: str) -> None:
@@ -603,7 +624,14 @@ class SimulatorState:
     def campaign(self, campaign_id: str) -> list[_Schedule]:
         with self._lock:
             self._release_due_schedules(epoch_ms(self.now()))
-            return [self._schedules[t] for t in self._campaigns.get(campaign_id, ())]
+            listed = (self._schedules[t] for t in self._campaigns.get(campaign_id, ()))
+            return [s for s in listed if s.state != "dropped"]
+
+    def split_of(self, campaign_id: str) -> list[str]:
+        """The transaction ids a campaign was split into, in request order, those the drop fault lost
+        included (campaign/read hides them): what a test holds against the provider's listing."""
+        with self._lock:
+            return list(self._campaigns.get(campaign_id, ()))
 
     # ----- OTP --------------------------------------------------------------
 
@@ -836,7 +864,7 @@ def _schedule_record(sched: _Schedule) -> dict[str, Any]:
         "schedule_ms": None if request.schedule_time is None else epoch_ms(request.schedule_time),
         "recipients": list(sched.recipients), "fingerprint": sched.fingerprint, "arrival": sched.arrival,
         "part": sched.part, "created_ms": sched.created_ms, "due_ms": sched.due_ms,
-        "updated_ms": sched.updated_ms, "state": sched.state,
+        "updated_ms": sched.updated_ms, "state": sched.state, "drops_at_ms": sched.drops_at_ms,
     }
 
 
@@ -865,8 +893,9 @@ def _restore_schedule(record: dict[str, Any]) -> _Schedule:
     recipients = tuple(_text(m) for m in record["recipients"])
     schedule_ms = record["schedule_ms"]
     updated_ms = record["updated_ms"]
+    drops_at_ms = record.get("drops_at_ms")  # absent in a state file written before the fault existed
     state = record["state"]
-    if state not in ("scheduled", "completed", "cancelled", "failed"):
+    if state not in ("scheduled", "completed", "cancelled", "failed", "dropped"):
         raise ValueError("unknown schedule state")
     request = SendRequest(_text(record["sender"]), _text(record["msg_type"]), _text(record["text"]), recipients,
                           _flag(record["duplicate_check"]),
@@ -876,7 +905,8 @@ def _restore_schedule(record: dict[str, Any]) -> _Schedule:
                      arrival=_count(record["arrival"]), part=_count(record["part"]),
                      transaction_id=_text(record["transaction_id"]), campaign_id=_text(record["campaign_id"]),
                      created_ms=_count(record["created_ms"]), due_ms=_count(record["due_ms"]),
-                     updated_ms=None if updated_ms is None else _count(updated_ms), state=state)
+                     updated_ms=None if updated_ms is None else _count(updated_ms), state=state,
+                     drops_at_ms=None if drops_at_ms is None else _count(drops_at_ms))
 
 
 def _text(value: object) -> str:

@@ -13,7 +13,8 @@
 -- sms_pipeline.send.claim.ClaimedMessage, in its field order (checked there).
 SELECT id, created_at, attempt_key, tenant_id, channel, message_class, recipient,
        sender_id, body, encoding, segments, template_id, dlt_entity_id, dlt_template_id,
-       scheduled_for, expires_at, %(now)s::timestamptz AS claimed_at, attempt_count + 1 AS attempt_count
+       scheduled_for, expires_at, %(now)s::timestamptz AS claimed_at, attempt_count + 1 AS attempt_count,
+       campaign_id
   FROM msg.outbound_message
  WHERE queue_state = 'pending'  -- = state; the partial indexes read queue_state (V73)
    AND channel = %(channel)s::msg.message_channel

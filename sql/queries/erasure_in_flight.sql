@@ -1,5 +1,6 @@
 -- What makes `messages forget` refuse before it changes anything: the
--- recipient's rows a worker holds (claimed, or its request under way) and its
+-- recipient's rows a worker or the provider holds (claimed, its request under
+-- way, or scheduled by a provider-side campaign: still to be sent) and its
 -- sent rows not yet reconciled (submitted or unknown without a msgId). Only
 -- reconciliation writes the msgId, matching by transaction + recipient or by
 -- reconstruction, both on the number: erased first, such a row's receipts
@@ -7,7 +8,7 @@
 -- msg.message_lookup's recipient index, then each message by its primary key.
 -- Parameters: recipient (E.164 digits), tenant (NULL: every tenant).
 -- Returns (held, awaiting, latest_attempt_at: the awaiting rows' latest attempt time).
-SELECT count(*) FILTER (WHERE m.state IN ('claimed', 'sending')) AS held,
+SELECT count(*) FILTER (WHERE m.state IN ('claimed', 'sending', 'scheduled')) AS held,
        count(*) FILTER (WHERE m.state IN ('submitted', 'unknown') AND m.provider_message_id IS NULL) AS awaiting,
        max(COALESCE(m.submitted_at, m.claimed_at, m.created_at))
            FILTER (WHERE m.state IN ('submitted', 'unknown') AND m.provider_message_id IS NULL) AS latest_attempt_at

@@ -1,4 +1,4 @@
--- Per message class, of the messages created in [since, until) that were
+-- Per message class, of the messages created (a campaign row: due) in [since, until) that were
 -- submitted (billed: submitted_at set, whatever their state now), the share
 -- still `submitted`, i.e. with no final receipt yet. The denominator is
 -- everything submitted, not delivered + failed: if receipts stop arriving
@@ -15,7 +15,9 @@ SELECT c.message_class,
   FROM (VALUES ('otp'), ('transactional'), ('promotional')) AS c (message_class)
   LEFT JOIN msg.outbound_message m
          ON m.message_class = c.message_class
-        AND m.created_at >= %(since)s::timestamptz
         AND m.created_at < %(until)s::timestamptz
+        -- a campaign row counts from its send time, not from when it was loaded
+        AND GREATEST(m.created_at, m.scheduled_for) >= %(since)s::timestamptz
+        AND GREATEST(m.created_at, m.scheduled_for) < %(until)s::timestamptz
  GROUP BY c.message_class
  ORDER BY c.message_class

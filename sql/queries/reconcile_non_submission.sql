@@ -17,6 +17,9 @@ WITH moved AS (
        AND COALESCE(m.submitted_at, m.claimed_at) < %(day_end)s::timestamptz
        AND m.correlation_result = 'not_found'
        AND m.provider_message_id IS NULL
+       -- Handed to the provider with a scheduleTime (a provider-side campaign): the provider may still send it
+       -- at its time, so the claim day's report proves nothing; it stays unknown until a report shows it.
+       AND NOT (m.scheduled_for IS NOT NULL AND m.scheduled_for > m.claimed_at)
        AND NOT EXISTS (SELECT 1 FROM dlr.delivery_receipts r
                         WHERE r.message_id = m.id AND r.message_created_at = m.created_at)
     RETURNING 1

@@ -18,6 +18,7 @@ DESIGN_TABLE = {
     ("pending", "claimed"), ("pending", "expired"),
     ("claimed", "pending"), ("claimed", "sending"), ("claimed", "expired"),
     ("sending", "submitted"), ("sending", "rejected"), ("sending", "unknown"), ("sending", "pending"),
+    ("sending", "scheduled"), ("scheduled", "submitted"), ("scheduled", "expired"), ("scheduled", "unknown"),
     ("submitted", "delivered"), ("submitted", "failed"), ("submitted", "expired"),
     ("unknown", "submitted"), ("unknown", "failed"),
     ("failed", "superseded"), ("rejected", "superseded"), ("expired", "superseded"),
@@ -33,13 +34,22 @@ def test_core_and_design_tables_agree():
     assert LEGAL_TRANSITIONS == DESIGN_TABLE
 
 
+def _consistent_in(state: str, at: datetime) -> dict:
+    """Columns that make a row consistent in ``state``: a `scheduled` row names its provider transaction and
+    campaign and is not submitted yet; every other state takes the clocks and billing of any_state_columns."""
+    columns = {**any_state_columns(at), "provider_txn_id": "6305583318236810379",
+               "provider_campaign_id": "6305583318236810380", "scheduled_for": at}
+    return {**columns, "submitted_at": None} if state == "scheduled" else columns
+
+
 def test_every_pair_of_states_is_allowed_exactly_when_the_table_says(db):
     at = datetime.now(UTC).replace(microsecond=0)
     outcomes: dict[tuple[str, str], bool] = {}
     for old, new in itertools.product(STATES, STATES):
-        key = insert_message(db, state=old, **any_state_columns(at))
+        key = insert_message(db, state=old, **_consistent_in(old, at))
         try:
-            db.execute("UPDATE msg.outbound_message SET state = %s WHERE id = %s AND created_at = %s", (new, *key))
+            db.execute("UPDATE msg.outbound_message SET state = %s, submitted_at = %s WHERE id = %s AND created_at = %s",
+                       (new, _consistent_in(new, at)["submitted_at"], *key))
         except errors.CheckViolation as error:
             assert error.diag.constraint_name == "outbound_message_state_transition"
             assert f"id={key[0]}: {old} -> {new}" in error.diag.message_primary

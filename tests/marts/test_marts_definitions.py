@@ -19,7 +19,7 @@ from sms_pipeline.definitions import defs as pipeline_defs
 from sms_pipeline.orchestration.schedules import DAILY_SELECTION
 
 MARTS = ["cost_daily", "delivery_latency_daily", "delivery_by_class_daily", "reconciliation_daily",
-         "provider_tieout_daily"]
+         "provider_tieout_daily", "campaign_daily"]
 MARTS_KEYS = [dg.AssetKey(["marts", name]) for name in MARTS]
 
 

@@ -319,7 +319,7 @@ def test_a_range_run_gives_each_day_its_own_cost_totals(scenario):
     assert rows[("cost_daily", D.isoformat())] == len([r for r in EXPECTED_COST if r[0] == D])
     assert {rows[("reconciliation_daily", (D_4 + timedelta(days=n)).isoformat())] for n in range(5)} == {1}
     names = {m.metadata["dagster/table_name"].value for m in result.asset_materializations_for_node("marts_daily")}
-    assert names == {f"marts.{mart}" for mart in MARTS_TABLES}
+    assert names == {f"marts.{mart}" for mart in {*MARTS_TABLES, "campaign_daily"}}
 
 
 @pytest.fixture
@@ -388,6 +388,7 @@ def test_dbt_unit_tests_pass(scenario, marts_db_url, tmp_path):
         "latency_percentiles_are_nearest_rank": "pass",
         "ratios_divide_by_everything_submitted": "pass",
         "cost_counts_billed_rows_only": "pass",
+        "campaign_outcomes_and_cost": "pass",
     }
 
 

@@ -128,7 +128,7 @@ def test_retention_drops_only_what_the_marts_no_longer_read(db_url, tmp_path, mo
     assert "5 rows  keep  OTP verifications or requests still reference it" in lines[_name(MONTHS[0])]
     assert "expired OTP verifications (purged first, so their months can go): 1" in plan
     assert lines[_name(MONTHS[1])].split()[3:] == [
-        "keep", "the", "marts", "still", "need", "it:", "cost_daily", "has", "not", "been", "built", "for",
+        "keep", "the", "marts", "still", "need", "it:", "campaign_daily", "has", "not", "been", "built", "for",
         "2026-02-10", "since", "its", "rows", "last", "changed"]
     assert "keep  an older month is kept for the marts" in lines[_name(MONTHS[2])]
     assert all("keep  within the horizon" in lines[_name(m)] for m in MONTHS[3:])

@@ -7,7 +7,8 @@ import pytest
 
 from sms_pipeline.definitions import defs as pipeline_defs
 from sms_pipeline.orchestration import reconcile_assets
-from sms_pipeline.orchestration.asset_keys import COST_DAILY, OUTBOUND_QUEUE, RECEIPTS, RECONCILIATION, UPKEEP
+from sms_pipeline.orchestration.asset_keys import (COST_DAILY, OUTBOUND_QUEUE, RECEIPTS, RECONCILIATION,
+                                                   SCHEDULE_CROSSCHECK, UPKEEP)
 from sms_pipeline.orchestration.schedules import DAILY_JOB, HOURLY_JOB
 from sms_pipeline.reconcile import health
 
@@ -51,7 +52,8 @@ def test_the_hourly_job_observes_the_queue_and_runs_every_health_check(defs):
     assert {OUTBOUND_QUEUE, UPKEEP} <= job.asset_layer.selected_asset_keys
     assert not {RECEIPTS, RECONCILIATION, COST_DAILY} & job.asset_layer.selected_asset_keys
     checks, nodes = _job_checks(defs, HOURLY_JOB)
-    assert checks == QUEUE_CHECKS | DAILY_CHECKS and len(nodes) == 1
+    crosscheck = dg.AssetCheckKey(SCHEDULE_CROSSCHECK, "schedule_matches_provider")
+    assert checks == QUEUE_CHECKS | DAILY_CHECKS | {crosscheck} and len(nodes) == 1
 
 
 def test_the_daily_job_runs_the_receipts_reconciliation_and_cost_checks(defs):
@@ -73,7 +75,7 @@ def test_every_asset_that_writes_a_table_names_it_in_its_definition(defs):
     """The catalog shows each asset's table before its first run (dbt's under the application database's schema)."""
     graph = defs.resolve_asset_graph()
     unnamed = [key.to_user_string() for key in graph.get_all_asset_keys()
-               if key not in (OUTBOUND_QUEUE, UPKEEP) and "dagster/table_name" not in graph.get(key).metadata]
+               if key not in (OUTBOUND_QUEUE, UPKEEP, SCHEDULE_CROSSCHECK) and "dagster/table_name" not in graph.get(key).metadata]
     assert unnamed == []
     assert graph.get(COST_DAILY).metadata["dagster/table_name"] == "marts.cost_daily"
     assert graph.get(RECEIPTS).metadata["dagster/table_name"] == "dlr.delivery_receipts"

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 CLASSES = {"otp", "transactional", "promotional"}
-STATES = {"pending", "claimed", "sending", "submitted", "rejected", "delivered", "failed", "unknown", "expired",
+STATES = {"pending", "claimed", "sending", "scheduled", "submitted", "rejected", "delivered", "failed", "unknown", "expired",
           "superseded"}
 # Every label name any exposed metric may have, with every value it may take.
 FIXED_LABELS: dict[str, set[str]] = {
@@ -21,6 +21,7 @@ FIXED_LABELS: dict[str, set[str]] = {
     "channel": {"sms", "whatsapp", "voice", "rcs", "telegram"},
     "state": STATES | {"closed", "open", "half_open"},  # message states; the breaker's states
     "outcome": {"submitted", "rejected", "unknown", "released", "expired_unsent", "released_unsent",  # worker rows
+                "scheduled", "scheduled_submitted",  # provider-side campaign rows handed over, then due
                 "lease_released", "lease_unknown", "pending_expired",  # worker upkeep
                 "delivered", "failed", "expired", "intermediate", "unmapped",  # receipt events
                 "stored", "duplicate", "malformed", "forbidden", "too_large", "unavailable"},  # receiver answers

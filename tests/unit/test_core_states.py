@@ -24,6 +24,10 @@ EXPECTED = {
     ("sending", "rejected"),
     ("sending", "unknown"),
     ("sending", "pending"),
+    ("sending", "scheduled"),
+    ("scheduled", "submitted"),
+    ("scheduled", "expired"),
+    ("scheduled", "unknown"),
     ("submitted", "delivered"),
     ("submitted", "failed"),
     ("submitted", "expired"),
@@ -66,7 +70,7 @@ def test_terminal_and_replayable() -> None:
 
 
 def test_billable_states_exclude_never_sent_states() -> None:
-    assert BILLABLE_STATES.isdisjoint({"pending", "claimed", "sending", "rejected", "unknown"})
+    assert BILLABLE_STATES.isdisjoint({"pending", "claimed", "sending", "scheduled", "rejected", "unknown"})
     assert {"submitted", "delivered"} <= BILLABLE_STATES
 
 

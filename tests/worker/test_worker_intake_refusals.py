@@ -144,7 +144,7 @@ def test_what_a_body_may_hold_up_to_the_limit():
 def test_the_sendable_channels_are_the_channels_of_the_worker_strategies():
     policy = OtpPolicy(code_length=6, code_type="num", expiry_s=300, max_attempts=3, hmac_key=b"k" * 32)
     no_client = None  # the strategies are only listed, never used
-    strategies = {**sms_strategies(no_client, "Asia/Kolkata", xml_send=True),  # type: ignore[arg-type]
+    strategies = {**sms_strategies(no_client, "Asia/Kolkata", xml_send=True, campaign_request_size=10_000),  # type: ignore[arg-type]
                   **otp_strategies(no_client, "Asia/Kolkata", policy)}  # type: ignore[arg-type]
 
     assert {Channel(channel) for channel, _ in strategies} == SENDABLE_CHANNELS

@@ -88,8 +88,8 @@ def test_a_number_twice_goes_to_two_requests_and_requests_hold_at_most_1000():
 
 
 def test_the_setting_chooses_the_strategy(client):
-    on = sms_strategies(client, "Asia/Kolkata", xml_send=True)
-    off = sms_strategies(client, "Asia/Kolkata", xml_send=False)
+    on = sms_strategies(client, "Asia/Kolkata", xml_send=True, campaign_request_size=10_000)
+    off = sms_strategies(client, "Asia/Kolkata", xml_send=False, campaign_request_size=10_000)
 
     assert set(on) == set(off) == {("sms", "transactional"), ("sms", "promotional")}
     assert all(isinstance(s, PersonalisedSmsStrategy) for s in on.values())
@@ -97,7 +97,7 @@ def test_the_setting_chooses_the_strategy(client):
 
 
 def _worker(db_url: str, client, clock) -> Worker:
-    strategies = sms_strategies(client, "Asia/Kolkata", xml_send=True)
+    strategies = sms_strategies(client, "Asia/Kolkata", xml_send=True, campaign_request_size=10_000)
     return Worker(lambda: psycopg.connect(db_url, autocommit=True), strategies, clock=clock, batch_size=500,
                   lease=timedelta(minutes=5), breaker=CircuitBreaker(5, 30.0), poll_interval_s=0.05,
                   backoff_initial_s=0.01, backoff_max_s=0.05)

@@ -63,6 +63,7 @@ classified as (
         segments,
         billable_units,
         cost,
+        campaign_id,
         -- Billing happens at submission (docs/design.md#money): a row that reached
         -- `submitted` is billed whatever its delivery did afterwards.
         submitted_at is not null and state <> 'rejected' as is_billed,
@@ -121,6 +122,7 @@ select
         when delivery_outcome = 'delivered' and delivered_at is not null
             then extract(epoch from delivered_at - submitted_at)
     end as latency_seconds,
-    segments
+    segments,
+    campaign_id
 
 from final

@@ -27,7 +27,9 @@ renamed as (
         delivered_at,
         billable_units::integer     as billable_units,
         cost,
-        cost_currency::text         as currency
+        cost_currency::text         as currency,
+        campaign_id,
+        scheduled_for
 
     from source
 

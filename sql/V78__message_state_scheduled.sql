@@ -1,0 +1,11 @@
+-- Provider-side scheduled sends (docs/design.md#campaigns): the provider has
+-- accepted a request with a scheduleTime and holds its rows until then;
+-- nothing is billed yet. `scheduled` is where those rows wait: they become
+-- `submitted` (billed at the rate in force then) once the time has passed,
+-- `expired` (reason `cancelled`) when the campaign is cancelled, or
+-- `unknown` when the provider no longer knows the transaction.
+--
+-- Its own file: a value added by ALTER TYPE ... ADD VALUE cannot be used in
+-- the transaction that added it (V79 names it). The transition rule is
+-- msg.is_legal_transition (R__message_rules.sql).
+ALTER TYPE msg.message_state ADD VALUE IF NOT EXISTS 'scheduled' AFTER 'sending';

@@ -1,0 +1,7 @@
+-- Cancel the rows of a campaign that still wait here: pending -> expired,
+-- reason cancelled, never sent. Guarded by the state: a row a worker has
+-- claimed meanwhile is left to its request (the caller counts it).
+-- Parameters: campaign_id, now.
+UPDATE msg.outbound_message
+   SET state = 'expired', state_reason = 'cancelled', updated_at = %(now)s
+ WHERE campaign_id = %(campaign_id)s AND queue_state = 'pending'  -- = state; the index reads queue_state

@@ -1,0 +1,7 @@
+-- After the provider deleted a transaction's schedule: its rows of the
+-- campaign, scheduled -> expired, reason cancelled. Never billed (nothing
+-- was sent; submitted_at and cost stay empty). Guarded by the state.
+-- Parameters: campaign_id, txn_id (the uuId), now.
+UPDATE msg.outbound_message
+   SET state = 'expired', state_reason = 'cancelled', updated_at = %(now)s
+ WHERE campaign_id = %(campaign_id)s AND provider_txn_id = %(txn_id)s AND queue_state = 'scheduled'  -- = state
