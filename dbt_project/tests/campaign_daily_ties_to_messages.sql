@@ -1,18 +1,19 @@
 -- campaign_daily equals the campaign messages it was built from, to the last
 -- decimal, per campaign, tenant and class over the run's days: cost and
--- units of billed rows, and every row counted once. Shown as a check of campaign_daily.
+-- units of billed rows, and every row counted once; a cost unknown on either
+-- side (an unpriced billed row) is unknown on both. Shown as a check of campaign_daily.
 {{ config(meta={'dagster': {'ref': {'name': 'campaign_daily'}}}) }}
 
 with mart as (
     select campaign_id, tenant_id, message_class,
-           coalesce(sum(cost), 0) as cost, sum(billable_units) as units, sum(messages) as messages
+           {{ sum_of_known('cost', 'true') }} as cost, sum(billable_units) as units, sum(messages) as messages
     from {{ ref('campaign_daily') }}
     where day >= {{ first_day() }} and day <= {{ last_day() }}
     group by campaign_id, tenant_id, message_class
 ),
 messages as (
     select campaign_id, tenant_id, message_class,
-           coalesce(sum(cost) filter (where is_billed), 0) as cost,
+           {{ sum_of_known('cost', 'is_billed') }} as cost,
            coalesce(sum(billable_units) filter (where is_billed), 0) as units,
            count(*) as messages
     from {{ ref('int_messages__final_state') }}

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import dagster as dg
 
 DBT_FAILED_ROWS = "dagster_dbt/failed_row_count"
-# A phone number's length (9 to 15 digits, E.164's most); no count or amount here is that long. Longer
-# runs are provider ids (a transaction's uuId, 19 digits), which the schedule cross-check names on purpose.
-_LONG_NUMBER = re.compile(r"(?<!\d)\d{9,15}(?!\d)")
+# A run of 9 or more digits may hold a phone number (or two run together); no count or amount here is that
+# long. Only a run of exactly 19 or 20 digits is left as it is: a provider id (a transaction's uuId), which the
+# schedule cross-check names on purpose, never a number (15 digits at most).
+_LONG_NUMBER = re.compile(r"(?<!\d)(?!\d{19,20}(?!\d))\d{9,}")
 _MAX_DETAIL = 200
 
 

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 
+from sms_pipeline.db import queries
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.provider_time import day_bounds
 from sms_pipeline.reconcile import transaction
@@ -97,9 +98,9 @@ def reconcile_day(
     """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
     re-send what was proved never submitted; commits.
 
-    First, in transactions of their own, provider-side campaign rows whose
-    time has passed become ``submitted`` (as the worker's loop does), so a
-    report that shows them sent finds them submitted, not ``scheduled``.
+    Provider-side campaign rows whose time has passed and whose transaction
+    the day's report shows sent become ``submitted`` first (billed at their
+    time), so the report's receipts find them submitted, not ``scheduled``.
 
     ``correlation_window_s``: ± seconds for correlation by reconstruction;
     ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`;
@@ -113,11 +114,14 @@ def reconcile_day(
     tz = provider_timezone
     day_start, day_end = day_bounds(day, tz)
     window = timedelta(seconds=correlation_window_s)
-    promote_scheduled(conn, now=now, price_time_zone=tz.key)
     with conn.transaction():
         transaction.lock(conn)
         transaction.use_set_based_memory(conn)
         receipts = stage_new_receipts(conn, day, now)
+        # Provider-side campaign rows whose transaction the day's report shows sent: submitted (billed at
+        # their time) before the day is correlated; what the report does not show waits for the worker.
+        reported = [txn for (txn,) in queries.run(conn, "campaign_reported_transactions")]
+        promote_scheduled(conn, now=now, price_time_zone=tz.key, transaction_ids=reported)
         correlation = correlate(conn, day=(day_start, day_end), window=window, provider_timezone=tz, now=now)
         applied = apply_receipts(conn, window=window, provider_timezone=tz, now=now)
         store_new_receipts(conn, receipts, now)

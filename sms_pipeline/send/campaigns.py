@@ -26,11 +26,16 @@
   answer is written as for any send (``unknown`` when ambiguous); an accepted
   answer without a campaignId means the time had passed when the request
   arrived and the provider sent it at once: ``submitted``, billed now.
-- **Promotion** (:func:`sms_pipeline.send.upkeep.promote_scheduled`): a
-  ``scheduled`` row whose time has passed on the application clock becomes
-  ``submitted`` with ``submitted_at = scheduled_for``, billed at the rate in
-  force then. The worker runs it once a poll interval (so in every ``--once``
-  run), reconciliation before it correlates a day.
+- **Promotion** (:meth:`CampaignStrategy.settle_due`): once a ``scheduled``
+  row's time has passed on the application clock, the worker asks the
+  provider (``campaign/read``) about its transaction: listed ``completed``,
+  the row becomes ``submitted`` with ``submitted_at = scheduled_for``, billed
+  at the rate in force then (:func:`sms_pipeline.send.upkeep.promote_scheduled`);
+  listed ``cancelled`` or ``failed``, or no longer listed, it becomes
+  ``unknown`` (``provider_not_sending``), never billed on our word; still
+  ``scheduled`` there (clocks apart), or a read that fails, it waits. The
+  worker does this once a poll interval (so in every ``--once`` run);
+  reconciliation promotes the transactions its day's report shows sent.
 """
 
 from __future__ import annotations
@@ -42,11 +47,13 @@ from datetime import datetime
 
 import psycopg
 
+from sms_pipeline.db import queries
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.provider.results import CampaignTransaction, ProviderCallError, SendAccepted
 from sms_pipeline.send.batching import SendBatch, plan_campaign_requests
 from sms_pipeline.send.claim import ClaimedMessage
 from sms_pipeline.send.loop import Sent, send_quick
+from sms_pipeline.send import upkeep
 from sms_pipeline.send.outcomes import AppliedOutcome, Held, apply_outcome
 
 log = logging.getLogger(__name__)
@@ -56,6 +63,10 @@ log = logging.getLogger(__name__)
 CAMPAIGN_SPLIT = 1000
 # The claim that hands provider-side campaign rows over ahead of their time.
 CAMPAIGN_CANDIDATES = "campaign_send_candidates"
+# Provider transactions whose time has passed that one settling pass asks the provider about.
+DUE_TRANSACTIONS_PER_PASS = 500
+# campaign/read's status words [assumed, as the simulator]: sent; still to send; will not be sent.
+_SENT, _WAITING, _NOT_SENDING = "completed", "scheduled", ("cancelled", "failed")
 
 
 class CampaignUnmapped(Exception):
@@ -104,6 +115,34 @@ class CampaignStrategy:
 
     def plan(self, messages: Sequence[ClaimedMessage], batch_size: int) -> list[SendBatch]:
         return plan_campaign_requests(messages, batch_size)
+
+    def settle_due(self, conn: psycopg.Connection, now: datetime) -> tuple[upkeep.Promoted, int]:
+        """``scheduled`` rows whose time has passed: promoted where the provider lists their transaction sent,
+        ``unknown`` where it lists it cancelled or failed or no longer lists it; the rest wait (module doc).
+        Returns what was promoted and how many rows went ``unknown``."""
+        due = queries.run(conn, "campaign_promote_due", now=now, limit=DUE_TRANSACTIONS_PER_PASS).fetchall()
+        by_campaign: dict[str, list[str]] = {}
+        for campaign_id, transaction_id in due:
+            by_campaign.setdefault(campaign_id, []).append(transaction_id)
+        sent: list[str] = []
+        not_sending: list[str] = []
+        for campaign_id, transaction_ids in by_campaign.items():
+            try:
+                listed = {t.transaction_id: t.status for t in self.client.campaign_read(campaign_id)}
+            except ProviderCallError as exc:
+                log.warning("campaign read failed; its scheduled rows wait for the next pass: %s", exc)
+                continue
+            for transaction_id in transaction_ids:
+                status = listed.get(transaction_id)
+                if status == _SENT:
+                    sent.append(transaction_id)
+                elif status is None or status in _NOT_SENDING:
+                    not_sending.append(transaction_id)
+                elif status != _WAITING:
+                    log.warning("campaign transaction in an unknown status %r: its rows wait", status)
+        promoted = upkeep.promote_scheduled(conn, now=now, price_time_zone=self.price_time_zone,
+                                            transaction_ids=sent)
+        return promoted, upkeep.give_up_unsent(conn, now=now, transaction_ids=not_sending)
 
     def send(self, batch: SendBatch) -> CampaignSent:
         when = batch.messages[0].scheduled_for  # the batch's one time (planned by campaign and time)

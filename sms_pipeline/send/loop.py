@@ -343,8 +343,7 @@ class Worker:
             if time.monotonic() < self._next_promotion:
                 return
             self._next_promotion = time.monotonic() + self._poll_interval_s
-        zone = next(iter(self._campaigns.values())).price_time_zone
-        promoted = upkeep.promote_scheduled(conn, now=self._clock.now(), price_time_zone=zone)
+        promoted, _gone_unknown = next(iter(self._campaigns.values())).settle_due(conn, self._clock.now())
         if promoted.submitted:
             self.metrics.promoted(promoted.submitted)
             with self._lock:

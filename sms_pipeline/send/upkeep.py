@@ -10,11 +10,13 @@
   (``sql/queries/stuck_sending.sql``). The lease counts from ``claimed_at``.
 - A ``pending`` row whose ``expires_at`` passed becomes ``expired``: counted,
   never sent late (``sql/queries/worker_expire_pending.sql``).
-- A ``scheduled`` row (a provider-side campaign's) whose time has come
-  becomes ``submitted`` at that time, billed at the rate in force then
-  (:func:`promote_scheduled`, ``sql/queries/campaign_promote.sql``): the
-  worker runs it once a poll interval, reconciliation before it correlates a
-  day.
+- A ``scheduled`` row (a provider-side campaign's) whose time has come and
+  whose transaction the provider shows sent becomes ``submitted`` at that
+  time, billed at the rate in force then (:func:`promote_scheduled`,
+  ``sql/queries/campaign_promote.sql``); one the provider shows not sending
+  becomes ``unknown`` (:func:`give_up_unsent`). The worker asks the provider
+  once a poll interval (``send.campaigns.settle_due_campaigns``);
+  reconciliation promotes what the day's report shows sent.
 
 Called by the worker loop and by the pipeline's hourly upkeep; both
 statements only touch rows that still need it, so running them twice, or
@@ -24,6 +26,7 @@ from two places at once, moves nothing the second time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -82,16 +85,18 @@ class Promoted:
 
 
 def promote_scheduled(conn: psycopg.Connection, *, now: datetime, price_time_zone: str,
-                      batch_size: int = PROMOTE_BATCH) -> Promoted:
-    """``scheduled`` rows whose time has passed at ``now`` -> ``submitted``, in batches of one transaction each.
+                      transaction_ids: Sequence[str], batch_size: int = PROMOTE_BATCH) -> Promoted:
+    """``scheduled`` rows of ``transaction_ids`` (transactions the provider shows sent) whose time has passed at
+    ``now`` -> ``submitted``, in batches of one transaction each.
 
     ``price_time_zone`` names the zone the rate card's days are read in.
     """
     submitted = unpriced = 0
-    while True:
+    while transaction_ids:
         with conn.transaction():
             moved, without_price = queries.run(conn, "campaign_promote", now=now, limit=batch_size,
-                                               price_time_zone=price_time_zone).fetchone()
+                                               price_time_zone=price_time_zone,
+                                               transaction_ids=list(transaction_ids)).fetchone()
         submitted += moved
         unpriced += without_price
         if moved < batch_size:
@@ -99,3 +104,16 @@ def promote_scheduled(conn: psycopg.Connection, *, now: datetime, price_time_zon
     if submitted:
         log.info("scheduled rows submitted at their time rows=%d unpriced=%d", submitted, unpriced)
     return Promoted(submitted, unpriced)
+
+
+def give_up_unsent(conn: psycopg.Connection, *, now: datetime, transaction_ids: Sequence[str]) -> int:
+    """``scheduled`` rows of ``transaction_ids`` (the provider shows them cancelled, failed or no longer
+    lists them) whose time has passed -> ``unknown`` (``provider_not_sending``), never billed; how many."""
+    if not transaction_ids:
+        return 0
+    with conn.transaction():
+        moved = queries.scalar(conn, "campaign_promote_unsent", now=now, transaction_ids=list(transaction_ids))
+    if moved:
+        log.warning("scheduled rows the provider shows not sending: unknown rows=%d transactions=%d",
+                    moved, len(transaction_ids))
+    return moved

@@ -1,6 +1,7 @@
--- Provider-side campaign rows whose time has come (docs/design.md#provider-side-campaigns):
--- the provider sends a `scheduled` row at its scheduled_for, so at that
--- instant (application clock) it becomes `submitted`, with submitted_at =
+-- Provider-side campaign rows whose time has come and whose transaction the
+-- provider shows sent (docs/design.md#provider-side-campaigns): campaign/read
+-- lists it `completed`, or the day's report carries its transaction id. Such a
+-- row becomes `submitted`, with submitted_at =
 -- scheduled_for (its day, validity and health readings count from then) and
 -- billed as the worker bills a submission (worker_submit.sql): units =
 -- segments, cost = units x the rate-card price valid at scheduled_for
@@ -9,13 +10,14 @@
 -- first (outbound_message_scheduled_idx); SKIP LOCKED lets two callers (the
 -- worker, reconciliation) promote side by side. Conditional on `scheduled`:
 -- a row cancelled or promoted meanwhile is left as it is.
--- Parameters: now (application clock), limit, price_time_zone.
+-- Parameters: now (application clock), limit, price_time_zone, transaction_ids (those shown sent).
 -- Returns one row: how many rows moved and how many of them have no price.
 WITH due AS (
     SELECT id, created_at
       FROM msg.outbound_message
      WHERE queue_state = 'scheduled'  -- = state; the partial index reads queue_state
        AND scheduled_for <= %(now)s::timestamptz
+       AND provider_txn_id = ANY(%(transaction_ids)s::text[])
      ORDER BY scheduled_for
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED

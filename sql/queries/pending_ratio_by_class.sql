@@ -16,7 +16,9 @@ SELECT c.message_class,
   LEFT JOIN msg.outbound_message m
          ON m.message_class = c.message_class
         AND m.created_at < %(until)s::timestamptz
-        -- a campaign row counts from its send time, not from when it was loaded
+        -- A campaign row counts from its send time, not from when it was loaded; a lower bound on created_at
+        -- keeps the partitions read to the last weeks (a campaign loaded further ahead is not counted).
+        AND m.created_at >= %(since)s::timestamptz - interval '35 days'
         AND GREATEST(m.created_at, m.scheduled_for) >= %(since)s::timestamptz
         AND GREATEST(m.created_at, m.scheduled_for) < %(until)s::timestamptz
  GROUP BY c.message_class

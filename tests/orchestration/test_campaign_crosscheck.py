@@ -15,6 +15,8 @@ from sms_pipeline.orchestration.schedules import DAILY_JOB, HOURLY_JOB
 from sms_pipeline.provider.results import CampaignTransaction, ScheduleRow, SendAccepted
 from sms_pipeline.reconcile.campaign_check import HeldTransaction, compare
 from sms_pipeline.simulator.state import CAMPAIGN_SPLIT, DROP_AFTER_MS
+from tests.support.campaigns import add_campaign, campaign_worker
+from tests.support.numbers import numbers
 
 KOLKATA = ZoneInfo("Asia/Kolkata")
 AT = datetime(2026, 12, 5, 4, 30, tzinfo=UTC)  # 10:00 in Kolkata
@@ -176,3 +178,37 @@ def test_the_cross_check_passes_then_names_every_difference(world):
     for txn in (dropped, stranger.transaction_id, moved.transaction_id):
         assert txn in failed.description
     assert not any(m in failed.description for m in (*lossy.accepted, *stranger.accepted, *moved.accepted))
+
+
+def test_the_worker_hands_a_campaign_over_and_the_cross_check_catches_the_transaction_the_provider_loses(world):
+    """The issue's chain: the real worker hands 2,500 numbers over (3 transactions), the cross-check passes; the
+    provider loses one transaction a minute later: the check names it; at the time the worker bills the two
+    transactions the provider sent and leaves the lost one `unknown`, never billed."""
+    at = world.clock.now() + timedelta(days=1)
+    add_campaign(world.conn, world.clock, numbers(2500), at=at, zone=world.tz)
+    world.sim.state.faults.update({"drop_scheduled_transaction": 1.0})
+    try:
+        summary = campaign_worker(world.db_url, world.client, world.clock, zone=world.tz.key).run(once=True)
+    finally:
+        world.sim.state.faults.update({"drop_scheduled_transaction": 0.0})
+    assert (summary.requests, summary.scheduled) == (1, 2500)
+    assert _check(world).passed
+
+    world.move_to(world.clock.now() + timedelta(milliseconds=DROP_AFTER_MS))
+    failed = _check(world)
+    (campaign,) = {c for (c,) in world.conn.execute("SELECT DISTINCT provider_campaign_id FROM msg.outbound_message")}
+    listed = {t.transaction_id for t in world.client.campaign_read(campaign)}
+    (dropped,) = set(world.sim.state.split_of(campaign)) - listed
+    assert not failed.passed and _ids(failed, "missing") == {dropped} and dropped in failed.description
+
+    world.move_to(at + timedelta(minutes=1))
+    after = campaign_worker(world.db_url, world.client, world.clock, zone=world.tz.key).run(once=True)
+    lost = 500 if dropped == world.sim.state.split_of(campaign)[2] else 1000
+    assert after.promoted == 2500 - lost
+    states = dict(world.conn.execute(
+        "SELECT provider_txn_id, string_agg(DISTINCT state::text || '/' || COALESCE(state_reason, '') || '/' || "
+        "(cost IS NOT NULL)::text, ',') FROM msg.outbound_message GROUP BY 1").fetchall())
+    assert states.pop(dropped) == "unknown/provider_not_sending/false"
+    assert set(states.values()) == {"submitted//true"}
+    billed = [e.transaction_id for e in world.sim.state.ledger_entries()]
+    assert len(billed) == 2500 - lost and dropped not in billed  # the provider billed what it sent, as we did
