@@ -60,6 +60,7 @@ class World:
     client: ProviderClient
     day: date  # the provider day the test is about
     tz: ZoneInfo
+    otps_sent: int = 0  # this world's OTPs so far: each gets its own code, the same on every run
 
     # ----- time ------------------------------------------------------------
 
@@ -156,8 +157,11 @@ class World:
                              lease=timedelta(seconds=self.settings.claim_lease_s))
         self.sim.faults.update({fault: 1.0} if fault else {})
         # The code is part of the text, so of the simulator's msgId and receipt timeline: a code derived from
-        # the recipient (not drawn at random) makes the OTP's fate the same on every run of a test.
-        code = str(int.from_bytes(hashlib.sha256(recipient.encode()).digest()[:8], "big"))[-policy.code_length:]
+        # the recipient and the OTP's turn in this world (not drawn at random) makes its fate the same on every
+        # run, and two OTPs to one number still differ in text.
+        self.otps_sent += 1
+        seed = f"{recipient}/{self.otps_sent}".encode()
+        code = str(int.from_bytes(hashlib.sha256(seed).digest()[:8], "big"))[-policy.code_length:]
         try:
             with patch.object(codes, "new_code", return_value=code):
                 worker.run(once=True)
