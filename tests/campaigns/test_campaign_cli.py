@@ -327,6 +327,23 @@ def test_provider_side_cancel_partial_failure_says_which_and_a_second_run_finish
         "SELECT DISTINCT provider_campaign_id FROM msg.outbound_message").fetchone()[0])} == {"cancelled"}
 
 
+def test_a_cancel_that_cannot_reach_rows_handed_over_as_unknown_never_reads_as_done(run, db, tmp_path, sim, client):
+    assert run("campaigns", "create", str(_file(tmp_path, 1200)), "--name", "promo", "--at", _ahead(days=3),
+               "--provider-side", "--workers", "1")[0] == 0
+    first, second = _hand_to_provider(db, client, "promo", datetime.now(UTC))
+    # The worker could not place the second transaction's rows (say campaign/read failed): unknown, no uuId.
+    db.execute("UPDATE msg.outbound_message SET state = 'unknown', state_reason = 'campaign_unmapped', "
+               "provider_txn_id = NULL WHERE provider_txn_id = %s", (second,))
+
+    code, out, err = run("campaigns", "cancel", "promo", **provider_variables(sim.base_url))
+
+    assert code == 1, out
+    assert f"transaction {first}: 1000 rows cancelled" in out
+    assert "200 rows left" in err
+    assert _campaign(db, "promo")[3] is None  # not shown cancelled: the provider may still send those 200
+    assert _states(db, "promo") == {("expired", "cancelled"): 1000, ("unknown", "campaign_unmapped"): 200}
+
+
 def test_a_cancelled_provider_side_campaign_costs_nothing_when_its_time_comes(db, sim, client, clock):
     at = _wall(clock.now() + timedelta(hours=1))
     for name, start in (("cancelled", 0), ("kept", 100)):
