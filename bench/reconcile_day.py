@@ -213,7 +213,7 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
             started = time.perf_counter()
             result = reconcile_day(
                 conn, day, clock, provider_timezone=settings.provider_timezone,
-                correlation_window_s=settings.correlation_window_s,
+                correlation_window_s=settings.correlation_window_s, campaign_send_spread_s=settings.campaign_send_spread_s,
                 non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
                 resend_after_proof_classes=settings.resend_classes, resend_max_age_h=settings.resend_max_age_h,
                 max_send_delay_h=settings.max_send_delay_h,

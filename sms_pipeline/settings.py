@@ -180,6 +180,14 @@ def resend_classes(raw: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _at_most_a_day(value: int) -> int:
+    # A handed-over row's proof waits for the complete reports of the days its spread reaches: a longer
+    # spread is no campaign's pace, and would hold such rows unproved for days.
+    if value > 86_400:
+        raise ValueError("must be at most 86400 (a day)")
+    return value
+
+
 def _resend_classes(raw: str) -> str:
     return ",".join(resend_classes(raw)) or "none"
 
@@ -232,6 +240,11 @@ class Settings(BaseSettings):
         "first day partition; unset = the first of the month of the first `db upgrade`, recorded in the database")
     correlation_window_s: PositiveInt = _setting(
         "SMS_PIPELINE_CORRELATION_WINDOW_S", 90, "± seconds for correlation by reconstruction")
+    campaign_send_spread_s: Annotated[PositiveInt, AfterValidator(_at_most_a_day)] = _setting(
+        "SMS_PIPELINE_CAMPAIGN_SEND_SPREAD_S", 21_600,
+        "seconds after a provider-side campaign's scheduled time the provider may still be sending it "
+        "(throttled, a large campaign takes hours): reconstruction looks that far after a handed-over row's "
+        "time, and its proof of non-submission waits for the reports that far (at most 86400)")
     claim_lease_s: PositiveInt = _setting(
         "SMS_PIPELINE_CLAIM_LEASE_S", 300,
         "seconds a worker may hold rows: then a claimed row (request never started) goes back to pending, "

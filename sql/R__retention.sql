@@ -45,7 +45,8 @@ $$;
 --                    rows go, and no day after it ever loses one
 --   drop             every mart keeps each row's day: the marts no longer read it
 -- A send attempt is what the marts group a row by:
--- coalesce(submitted_at, claimed_at, created_at) (int_messages__final_state).
+-- coalesce(msg.attempt_at(submitted_at, claimed_at, scheduled_for), created_at)
+-- (int_messages__final_state; the function is V80's).
 -- Read-only; msg.drop_message_partitions_before drops the 'drop' ones.
 CREATE OR REPLACE FUNCTION msg.message_partition_retention(p_before timestamptz)
 RETURNS TABLE (partition regclass, month date, message_rows bigint, rows_estimated boolean,
@@ -76,8 +77,8 @@ BEGIN
             CONTINUE;
         END IF;
         rows_estimated := false;
-        EXECUTE format('SELECT count(*), max(coalesce(submitted_at, claimed_at, created_at)) FROM %s',
-                       part.partition)
+        EXECUTE format('SELECT count(*), max(coalesce(msg.attempt_at(submitted_at, claimed_at, scheduled_for), '
+                       'created_at)) FROM %s', part.partition)
            INTO message_rows, last_attempt_at;
         IF older_kept THEN
             verdict := 'older_month_kept';
@@ -88,13 +89,16 @@ BEGIN
             $q$SELECT marts.tablename::text, m.attempt_at
                  FROM pg_tables AS marts
                  CROSS JOIN LATERAL (
-                     SELECT coalesce(r.submitted_at, r.claimed_at, r.created_at) AS attempt_at
+                     SELECT coalesce(msg.attempt_at(r.submitted_at, r.claimed_at, r.scheduled_for), r.created_at)
+                                AS attempt_at
                        FROM %s AS r
                       WHERE NOT EXISTS (
                                 SELECT 1 FROM msg.mart_build_days b
                                  WHERE b.mart = marts.tablename
-                                   AND b.starts_at <= coalesce(r.submitted_at, r.claimed_at, r.created_at)
-                                   AND b.ends_at > coalesce(r.submitted_at, r.claimed_at, r.created_at)
+                                   AND b.starts_at <= coalesce(msg.attempt_at(r.submitted_at, r.claimed_at,
+                                                                              r.scheduled_for), r.created_at)
+                                   AND b.ends_at > coalesce(msg.attempt_at(r.submitted_at, r.claimed_at,
+                                                                            r.scheduled_for), r.created_at)
                                    AND b.built_at >= r.updated_at)
                       ORDER BY 1
                       LIMIT 1) AS m

@@ -73,6 +73,20 @@ def _states(campaign: campaigns.Campaign) -> str:
     return " ".join(f"{state}={n}" for state, n in sorted(campaign.by_state.items())) or "-"
 
 
+def _outcome(campaign: campaigns.Campaign) -> str:
+    """A finished cancel: "cancelled" only when nothing went; else "partly sent" (it cost something)."""
+    if campaign.outcome is None:
+        return "-"
+    rest = ", rest cancelled" if campaign.outcome == "partly sent" else ""
+    return f"{campaign.outcome}{rest} {_local(campaign.cancelled_at, campaign.time_zone)}"
+
+
+def _sent(campaign: campaigns.Campaign) -> str:
+    """When the rows that went did: one time, or the first and the last."""
+    first, last = (_local(t, campaign.time_zone) for t in (campaign.first_sent_at, campaign.last_sent_at))
+    return f"at {first}" if first == last else f"from {first} to {last}"
+
+
 def _title(campaign: campaigns.Campaign) -> str:
     return f"campaign {campaign.id} {campaign.name!r} ({_kind(campaign)}, {campaign.when})"
 
@@ -112,8 +126,8 @@ def list_campaigns(args: argparse.Namespace, settings: Settings) -> int:
     if not found:
         print("no campaigns")
         return 0
-    rows = [("id", "name", "time", "kind", "rows", "by state", "cancelled")]
-    rows += [(str(c.id), c.name, c.when, _kind(c), str(c.messages), _states(c), _local(c.cancelled_at, c.time_zone))
+    rows = [("id", "name", "time", "kind", "rows", "sent", "by state", "outcome")]
+    rows += [(str(c.id), c.name, c.when, _kind(c), str(c.messages), str(c.sent), _states(c), _outcome(c))
              for c in found]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -129,17 +143,25 @@ def show_campaign(args: argparse.Namespace, settings: Settings) -> int:
         waiting = campaigns.waiting(conn, campaign)
     zone = campaign.time_zone
     print(f"{_title(campaign)}: due {campaign.scheduled_for.astimezone(UTC).isoformat()}")
-    print(f"  created {_local(campaign.created_at, zone)}, updated {_local(campaign.updated_at, zone)}, "
-          f"cancelled {_local(campaign.cancelled_at, zone)}")
+    print(f"  created {_local(campaign.created_at, zone)}, updated {_local(campaign.updated_at, zone)}")
     print(f"  rows: {campaign.messages} ({_states(campaign)})")
+    if campaign.sent:
+        # Also after a reschedule cut off by the send time: the part that went at the old time shows here.
+        print(f"  sent: {campaign.sent} rows, {_sent(campaign)}")
+    if campaign.outcome == "cancelled":
+        print(f"  cancelled {_local(campaign.cancelled_at, zone)}: nothing sent")
+    elif campaign.outcome == "partly sent":
+        print(f"  partly sent: {campaign.sent} rows sent before the cancel, the rest cancelled "
+              f"{_local(campaign.cancelled_at, zone)}")
     if not costs:
         print("  cost so far: nothing billed")
     for c in costs:
         amount = f"{c.cost} {c.currency}" if c.currency is not None else "unpriced"
         print(f"  cost so far: {amount} for {c.billed} billed rows ({c.units} units)")
     for p in ids:
+        sent = f", {p.sent} sent at {_local(p.sent_at, zone)}" if p.sent else ""
         print(f"  provider campaign {p.campaign_id or '-'} transaction {p.transaction_id or '-'}: "
-              f"{p.messages} rows ({p.scheduled} held by the provider)")
+              f"{p.messages} rows ({p.scheduled} held by the provider{sent})")
     for w in waiting:
         print(f"  waiting: {w.messages} {w.state} for {_local(w.scheduled_for, zone)}")
     _show_unfinished(campaign, waiting)
@@ -182,23 +204,40 @@ def _change(args: argparse.Namespace, settings: Settings, done: str, apply: _App
         client = ProviderClient.from_settings(settings) if campaign.provider_side else nullcontext()
         with client as provider:
             change = apply(conn, campaign, RealClock(), provider)
-    campaign = change.campaign
+        campaign = change.campaign
+        # The provider's transactions that went (a provider-side campaign has one per 1,000 rows; a local
+        # one's sent rows are named by `campaigns show`).
+        went = ([p for p in campaigns.provider_ids(conn, campaign) if p.sent]
+                if campaign.sent and campaign.provider_side else [])
     print(f"{_title(campaign)}: {change.pending} rows waiting here {done}")
     for txn in change.transactions:
         outcome = f"{txn.messages} rows {done}" if txn.problem is None else f"NOT {done}: {txn.problem}"
         print(f"  provider campaign {txn.provider_campaign_id} transaction {txn.transaction_id}: {outcome}")
     if change.in_flight:
         print(f"  {change.in_flight} rows with a worker right now: left alone")
-    sent = campaign.messages - campaign.by_state.get("cancelled", 0) - sum(
+    settled = campaign.messages - campaign.by_state.get("cancelled", 0) - sum(
         campaign.by_state.get(state, 0) for state in ("pending", "claimed", "sending", "scheduled"))
-    if sent:
-        print(f"  {sent} rows already sent or settled: left alone")
+    if settled:
+        print(f"  {settled} rows already sent or settled: left alone")
     if not change.done:
         failed = len(change.failed)
         unchanged = f"{failed} of {len(change.transactions)} provider transactions unchanged, " if failed else ""
-        print(f"sms-pipeline: campaign {campaign.id} not fully {done}: {unchanged}{change.left} rows left; "
-              "run the command again", file=sys.stderr)
+        then = ("a send time has passed: the provider sends the transactions not reached at their time, and "
+                "the worker records them; the ones reached above stay controllable (see `sms-pipeline campaigns "
+                f"show {campaign.id}`)" if change.too_late else "run the command again")
+        print(f"sms-pipeline: campaign {campaign.id} not fully {done}: {unchanged}{change.left} rows left; {then}",
+              file=sys.stderr)
         return 1
+    for p in went:
+        print(f"  provider campaign {p.campaign_id} transaction {p.transaction_id}: {p.sent} rows sent at "
+              f"{_local(p.sent_at, campaign.time_zone)}")
+    if campaign.outcome == "partly sent":
+        # Finished, but not free: say what went, so nobody reads the cancel as costing nothing.
+        print(f"campaign {campaign.id} {campaign.name!r} partly sent: {campaign.sent} rows sent before the "
+              f"cancel ({_sent(campaign)}), the rest cancelled; see `sms-pipeline campaigns show {campaign.id}`")
+        return 0
     where = f" to {campaign.when}" if args.campaigns_command == "reschedule" else ""
-    print(f"campaign {campaign.id} {campaign.name!r} {done}{where}")
+    gone = (f"; {campaign.sent} rows had already gone ({_sent(campaign)}): see `sms-pipeline campaigns show "
+            f"{campaign.id}`" if campaign.sent else "")
+    print(f"campaign {campaign.id} {campaign.name!r} {done}{where}{gone}")
     return 0

@@ -72,7 +72,8 @@ def one_pass(url: str, client: ProviderClient, settings: Settings) -> PushPass |
                 raise CodeTableMissing(f"no stored code table and the provider's could not be fetched ({exc}); "
                                        "receipt pushes wait in the inbox") from exc
         return reconcile_pushes(conn, clock, provider_timezone=settings.provider_timezone,
-                                correlation_window_s=settings.correlation_window_s, hold_s=settings.claim_lease_s)
+                                correlation_window_s=settings.correlation_window_s,
+                                campaign_send_spread_s=settings.campaign_send_spread_s, hold_s=settings.claim_lease_s)
 
 
 def reconcile_recent(args: argparse.Namespace, settings: Settings) -> int:

@@ -330,7 +330,8 @@ class _Pushes:
             refresh_delivery_codes(conn, self._client, self._clock)
         s = self._settings
         reconcile_pushes(conn, self._clock, provider_timezone=s.provider_timezone,
-                         correlation_window_s=s.correlation_window_s, hold_s=s.claim_lease_s)
+                         correlation_window_s=s.correlation_window_s,
+                         campaign_send_spread_s=s.campaign_send_spread_s, hold_s=s.claim_lease_s)
 
 
 class _Sender:

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 # Rows a worker holds right now: left alone, changed by a second run once they are `scheduled`.
 _IN_FLIGHT = frozenset({MessageState.claimed, MessageState.sending})
+# Rows not gone yet, here, with a worker or held by the provider: their times say whether it is too late.
+_UNSENT = _IN_FLIGHT | {MessageState.pending, MessageState.scheduled}
 # What the provider's campaign/read calls a transaction whose schedule was deleted [assumed].
 _PROVIDER_CANCELLED = "cancelled"
 _PROVIDER_SCHEDULED = "scheduled"
@@ -45,7 +47,11 @@ class CampaignRefused(UserError):
 
 @dataclass(frozen=True, slots=True)
 class Campaign:
-    """A campaign and its rows counted by state (``cancelled``: expired by a cancel)."""
+    """A campaign and its rows counted by state (``cancelled``: expired by a cancel).
+
+    ``sent``: rows that went (submitted_at set: billed), with the first and
+    last time they did; a cancelled campaign with any is "partly sent".
+    """
 
     id: int
     name: str
@@ -58,6 +64,17 @@ class Campaign:
     updated_at: datetime
     messages: int
     by_state: dict[str, int]
+    sent: int
+    first_sent_at: datetime | None
+    last_sent_at: datetime | None
+
+    @property
+    def outcome(self) -> str | None:
+        """How a finished cancel reads: "cancelled" only when nothing went (it cost nothing), else
+        "partly sent" (docs/design.md#cancel-and-reschedule); None while not cancelled."""
+        if self.cancelled_at is None:
+            return None
+        return "partly sent" if self.sent else "cancelled"
 
     @property
     def when(self) -> str:
@@ -118,6 +135,8 @@ class ProviderIds:
     transaction_id: str | None
     messages: int
     scheduled: int
+    sent: int
+    sent_at: datetime | None  # when the first of them went
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +251,13 @@ class Transaction:
 
 @dataclass
 class Change:
-    """What a cancel or reschedule did. ``done``: every row reached; the campaign shows the change."""
+    """What a cancel or reschedule did. ``done``: no row left to change; the campaign shows the change.
+
+    Done is not "all as asked": rows that went before the change reached
+    them (a transaction the provider sent first, or left to it once its time
+    came) are counted in ``campaign.sent``, and such a cancelled campaign
+    reads "partly sent" (:attr:`Campaign.outcome`).
+    """
 
     campaign: Campaign
     pending: int = 0  # rows changed here (no provider involved)
@@ -240,6 +265,8 @@ class Change:
     in_flight: int = 0  # rows a worker holds: left alone, changed by a second run
     left: int = 0  # rows still to change (in flight, or at a transaction that failed)
     done: bool = False
+    # The send time came while the command ran: the transactions not reached were left to the provider.
+    too_late: bool = False
 
     @property
     def failed(self) -> list[Transaction]:
@@ -258,6 +285,8 @@ class _Operation:
     call: Callable[[ProviderClient, str], None]
     already_done: Callable[[CampaignTransaction], bool]
     still_to_change: Callable[[Waiting], bool]
+    # The change already reached every row (nothing waits): finish without the time check.
+    settled: Callable[[Campaign, list[Waiting]], bool]
     finish: Callable[[psycopg.Connection, datetime], None]
 
 
@@ -266,9 +295,17 @@ def cancel(conn: psycopg.Connection, campaign: Campaign, *, clock: Clock,
     """Stop what has not gone: pending rows and the provider's schedules become ``expired`` (cancelled).
 
     ``provider`` is needed only for a provider-side campaign. Refused once
-    the send time has passed. A partial result (a transaction the provider
-    would not delete, rows a worker held) is reported in the change; a second
-    run finishes it.
+    the time of every row not gone yet has passed (rows a cut-off reschedule
+    moved stay cancellable until their new time); a transaction whose time
+    passes while the command runs is left to the provider and reported
+    unchanged (:attr:`Change.too_late`). A partial result (a transaction the
+    provider would not delete, rows a worker held) is reported in the
+    change and never reads as done while any of its rows may still go; a
+    second run before the send time finishes it. Once nothing waits and the
+    cancel has taken rows (the worker's settle pass may have expired the
+    last ones, the provider listing them cancelled), a run finishes it
+    whatever the time. The campaign is then cancelled; with rows sent before
+    the cancel reached them it reads "partly sent".
     """
     operation = _Operation(
         verb="cancel",
@@ -279,6 +316,7 @@ def cancel(conn: psycopg.Connection, campaign: Campaign, *, clock: Clock,
         call=lambda client, txn_id: client.schedule_delete(txn_id),
         already_done=lambda txn: txn.status.strip().lower() == _PROVIDER_CANCELLED,
         still_to_change=lambda w: True,
+        settled=lambda c, waiting_rows: not waiting_rows and c.by_state.get("cancelled", 0) > 0,
         finish=lambda c, now: queries.run(c, "campaign_set_cancelled", id=campaign.id, now=now),
     )
     return _apply(conn, campaign, operation, clock, provider)
@@ -289,14 +327,14 @@ def reschedule(conn: psycopg.Connection, campaign: Campaign, at: str, *, clock: 
     """Move what has not gone to ``at`` (wall clock in the campaign's zone); each row's expiry moves by as much.
 
     As :func:`cancel` otherwise: refused once the send time has passed (or
-    when the new time has), partial results reported, a second run finishes.
+    when the new time has, checked again before each provider call), partial
+    results reported, a second run finishes: the campaign takes the new time
+    once every row not gone has it.
     """
     if campaign.cancelled_at is not None:
         raise CampaignRefused(f"campaign {campaign.id} {campaign.name!r} was cancelled; nothing to reschedule")
     zone = ZoneInfo(campaign.time_zone)
-    local_time, instant = requested_time(at, zone)
-    if instant <= clock.now():
-        raise CampaignRefused(f"--at {wall_clock_text(local_time)} {zone.key} has already passed")
+    local_time, instant = requested_time(at, zone)  # a time already passed is refused by _apply
     operation = _Operation(
         verb="reschedule",
         pending_query="campaign_reschedule_pending",
@@ -307,6 +345,7 @@ def reschedule(conn: psycopg.Connection, campaign: Campaign, at: str, *, clock: 
         already_done=lambda txn: (txn.status.strip().lower() == _PROVIDER_SCHEDULED
                                   and txn.scheduled_for == instant),
         still_to_change=lambda w: w.state in _IN_FLIGHT or w.scheduled_for != instant,
+        settled=lambda c, waiting_rows: False,  # rows at the new time are before it: the time check passes
         finish=lambda c, now: queries.run(c, "campaign_set_time", id=campaign.id, local_time=local_time,
                                           at=instant, now=now),
     )
@@ -318,19 +357,42 @@ def _apply(conn: psycopg.Connection, campaign: Campaign, op: _Operation, clock: 
     now = clock.now()
     if campaign.cancelled_at is not None:  # a cancel that finished before: nothing left to do
         return Change(campaign, done=True)
-    if now >= campaign.scheduled_for:
-        raise CampaignRefused(f"campaign {campaign.id} {campaign.name!r} was due at {campaign.when}; "
+    still = waiting(conn, campaign)
+    if op.settled(campaign, still):
+        # Nothing left to race with the send: finishing is only saying so (a cancel whose delete reached
+        # the provider but whose answer was lost, the rows expired since by the worker's settle pass).
+        op.finish(conn, now)
+        return Change(overview(conn, campaign.id)[0], done=True)
+    # "Too late" is decided on what is still to change, not on the campaign's own time: a reschedule cut
+    # off by the send time leaves the campaign at its old time and part of its rows at the new one, and
+    # those stay controllable until their time (docs/design.md#cancel-and-reschedule).
+    unsent = [w for w in still if w.state in _UNSENT and w.scheduled_for is not None]
+    last = max((w.scheduled_for for w in unsent), default=campaign.scheduled_for)
+    if now >= last:
+        raise CampaignRefused(f"campaign {campaign.id} {campaign.name!r} was due at {_when(campaign, last)}; "
                               f"too late to {op.verb} it")
+    if op.at is not None and now >= op.at:
+        raise CampaignRefused(f"--at {_when(campaign, op.at)} has already passed")
     change = Change(campaign)
     # Rows still here first: once they are changed, no worker hands them to the provider at the old time.
     change.pending = queries.run(conn, op.pending_query, campaign_id=campaign.id, now=now, **op.params).rowcount
     held = queries.run(conn, "campaign_held_transactions", campaign_id=campaign.id, at=op.at).fetchall()
     if held and provider is None:
         raise CampaignRefused(f"campaign {campaign.id} has rows held by the provider: a provider is needed")
-    for txn_id, provider_campaign_id, messages in held:
-        problem = _at_provider(provider, op, txn_id, provider_campaign_id)  # type: ignore[arg-type]
+    for txn_id, provider_campaign_id, messages, due in held:
+        # One call per transaction (200 for a 200,000-row campaign) takes a while: a time may pass
+        # meanwhile. Once the transaction's time has, the provider may be sending it, so it is not asked
+        # any more; what it sends, the worker's promotion records (campaign_promote.sql).
+        now = clock.now()
+        problem = _too_late(campaign, op, now, due)
+        if problem is not None:
+            change.too_late = True
+        else:
+            problem = _at_provider(provider, op, txn_id, provider_campaign_id)  # type: ignore[arg-type]
         if problem is None:
             # Its own committed statement: the provider has changed this transaction, so must our rows.
+            # Conditional on `scheduled`, as the worker's promotion (campaign_promote*.sql) is: whichever
+            # commits first has the row and the other leaves it: a row is never both changed here and promoted.
             queries.run(conn, op.transaction_query, campaign_id=campaign.id, txn_id=txn_id, now=now, **op.params)
         else:
             log.warning("campaign %s: %s of transaction %s failed", campaign.id, op.verb, txn_id)
@@ -338,11 +400,29 @@ def _apply(conn: psycopg.Connection, campaign: Campaign, op: _Operation, clock: 
     remaining = [w for w in waiting(conn, campaign) if op.still_to_change(w)]
     change.in_flight = sum(w.messages for w in remaining if w.state in _IN_FLIGHT)
     change.left = sum(w.messages for w in remaining)
+    # Done once nothing is left, even with a transaction not changed: its rows went (promoted by the
+    # worker, billed) or settled, and a second run would find nothing to do. What went is not hidden:
+    # the campaign counts its sent rows, and a cancelled one with any reads "partly sent".
     change.done = not change.left
     if change.done:
         op.finish(conn, now)
     change.campaign = overview(conn, campaign.id)[0]
     return change
+
+
+def _when(campaign: Campaign, instant: datetime) -> str:
+    """An instant on the campaign's wall clock, as :attr:`Campaign.when` reads."""
+    zone = ZoneInfo(campaign.time_zone)
+    return f"{wall_clock_text(instant.astimezone(zone).replace(tzinfo=None))} {zone.key}"
+
+
+def _too_late(campaign: Campaign, op: _Operation, now: datetime, due: datetime) -> str | None:
+    """Why a transaction due at ``due`` is not asked to change any more at ``now``; None when it may be."""
+    if now >= due:
+        return f"the send time has passed ({_when(campaign, due)}); left to the provider"
+    if op.at is not None and now >= op.at:
+        return f"the new time has passed ({_when(campaign, op.at)}); left at {_when(campaign, due)}"
+    return None
 
 
 def _at_provider(client: ProviderClient, op: _Operation, txn_id: str, provider_campaign_id: str) -> str | None:

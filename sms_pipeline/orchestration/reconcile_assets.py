@@ -78,6 +78,7 @@ HEALTH_CHECKS_NAME = "health_checks"
 def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock, pipeline: PipelineResource) -> ReconcileResult:
     return reconcile_day(
         conn, day, app_clock, provider_timezone=pipeline.zone, correlation_window_s=pipeline.correlation_window_s,
+        campaign_send_spread_s=pipeline.campaign_send_spread_s,
         non_submission_grace_h=pipeline.non_submission_grace_h, partition_start=FIRST_DAY,
         resend_after_proof_classes=pipeline.resend_classes, resend_max_age_h=pipeline.resend_max_age_h,
         max_send_delay_h=pipeline.max_send_delay_h,

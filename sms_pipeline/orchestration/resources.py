@@ -96,6 +96,7 @@ class PipelineResource(dg.ConfigurableResource):
 
     provider_timezone: str = _default("provider_timezone").key
     correlation_window_s: int = _default("correlation_window_s")
+    campaign_send_spread_s: int = _default("campaign_send_spread_s")
     non_submission_grace_h: int = _default("non_submission_grace_h")
     resend_after_proof: str = _default("resend_after_proof")
     resend_max_age_h: int = _default("resend_max_age_h")
@@ -173,6 +174,7 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
         "pipeline": PipelineResource(
             provider_timezone=settings.provider_timezone.key,
             correlation_window_s=settings.correlation_window_s,
+            campaign_send_spread_s=settings.campaign_send_spread_s,
             non_submission_grace_h=settings.non_submission_grace_h,
             resend_after_proof=settings.resend_after_proof,
             resend_max_age_h=settings.resend_max_age_h,

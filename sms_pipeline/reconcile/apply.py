@@ -43,8 +43,10 @@ class Applied:
 
 
 def apply_receipts(
-    conn: psycopg.Connection, *, window: timedelta, provider_timezone: ZoneInfo, now: datetime
+    conn: psycopg.Connection, *, window: timedelta, spread: timedelta, provider_timezone: ZoneInfo, now: datetime
 ) -> Applied:
+    """Apply the matched receipts; ``window`` / ``spread``: how far reconstruction looked (recorded on the
+    rows it matched: the spread for a handed-over row, the window for any other)."""
     queries.run(conn, "reconcile_apply_events")
     transaction.analyze(conn, "reconcile_events")
     queries.run(conn, "reconcile_apply_decide")
@@ -52,7 +54,8 @@ def apply_receipts(
     confirmed = queries.scalar(
         conn, "reconcile_apply_confirm_submission", time_zone=provider_timezone.key, now=now
     )
-    changed = queries.run(conn, "reconcile_apply_messages", window_ms=window_ms(window), now=now).fetchall()
+    changed = queries.run(conn, "reconcile_apply_messages", window_ms=window_ms(window),
+                         spread_ms=window_ms(spread), now=now).fetchall()
     moves = {f"{old}->{new}": n for old, new, n in changed if old != new}
     if confirmed:
         moves["unknown->submitted"] = confirmed

@@ -7,8 +7,9 @@ its own msgIds), in order:
 
 1. by msgId (the global registry);
 2. by transaction + recipient, for rows with a transaction id but no msgId;
-3. by reconstruction (recipient + sender + attempt time within the window),
-   for rows without a transaction id.
+3. by reconstruction (recipient + sender + attempt time within the window;
+   for a handed-over campaign row, from the window before to the campaign
+   send spread after its time), for rows without a transaction id.
 
 A msgId goes to the next pass only when the previous one found no
 candidate at all. A pair is ``matched`` only when both its msgId and its row
@@ -58,10 +59,14 @@ def correlate(
     *,
     day: tuple[datetime, datetime] | None,
     window: timedelta,
+    spread: timedelta,
     provider_timezone: ZoneInfo,
     now: datetime,
 ) -> Correlation:
     """Run the passes and record ambiguous / not-found results (rows and events).
+
+    ``window``: ± the provider's submit time for reconstruction; ``spread``: how long after its time a
+    handed-over (provider-side campaign) row may still be sent.
 
     ``day``: the reconciled day's bounds; its rows no pass found are marked ``not_found``. ``None``: a
     pass over new pushes, which tries only the waiting events of its own msgIds and judges no row
@@ -74,7 +79,7 @@ def correlate(
     transaction.analyze(conn, "reconcile_pairs_by_msgid")
     queries.run(conn, "reconcile_correlate_by_transaction")
     transaction.analyze(conn, "reconcile_pairs_by_transaction")
-    queries.run(conn, "reconcile_correlate_by_reconstruction", window=window)
+    queries.run(conn, "reconcile_correlate_by_reconstruction", window=window, spread=spread)
     transaction.analyze(conn, "reconcile_pairs_by_reconstruction")
     queries.run(conn, "reconcile_correlate_decide")
     transaction.analyze(conn, "reconcile_decisions")
@@ -84,12 +89,14 @@ def correlate(
     queries.run(conn, "reconcile_correlate_unmatched")
     queries.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
     ms = window_ms(window)
-    rows_ambiguous = queries.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms, now=now)
+    rows_ambiguous = queries.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms,
+                                    spread_ms=window_ms(spread), now=now)
     rows_not_found = 0
     if day is not None:
         day_start, day_end = day
         rows_not_found = queries.scalar(
-            conn, "reconcile_correlate_not_found_rows", day_start=day_start, day_end=day_end, window_ms=ms, now=now
+            conn, "reconcile_correlate_not_found_rows", day_start=day_start, day_end=day_end, window_ms=ms,
+            spread_ms=window_ms(spread), now=now,
         )
     return Correlation(
         tried=tried,

@@ -87,11 +87,12 @@ def reconcile_pushes(
     provider_timezone: ZoneInfo,
     correlation_window_s: int,
     hold_s: int,
+    campaign_send_spread_s: int,
 ) -> PushPass | None:
     """Reconcile the pushes waiting in the inbox (see the module); commits. ``None``: none was waiting.
 
-    ``correlation_window_s``: as for the day's run; ``hold_s``: how long a push nothing matches
-    waits for the send's answer (the claim lease).
+    ``correlation_window_s``, ``campaign_send_spread_s``: as for the day's run; ``hold_s``: how long a
+    push nothing matches waits for the send's answer (the claim lease).
     """
     transaction.require_no_open_transaction(conn)
     days = [day for (day,) in queries.run(conn, "reconcile_push_days").fetchall()]
@@ -103,16 +104,17 @@ def reconcile_pushes(
                           "the hourly job or `reconcile recent` fetches it")
     started = time.perf_counter()
     now = clock.now()
-    window = timedelta(seconds=correlation_window_s)
+    window, spread = timedelta(seconds=correlation_window_s), timedelta(seconds=campaign_send_spread_s)
     with conn.transaction():
         transaction.lock(conn)
         transaction.use_set_based_memory(conn)
         staged = stage_new_receipts(conn, None, now, push_days=days)
-        correlation = correlate(conn, day=None, window=window, provider_timezone=provider_timezone, now=now)
+        correlation = correlate(conn, day=None, window=window, spread=spread, provider_timezone=provider_timezone,
+                                now=now)
         queries.run(conn, "reconcile_push_held", hold=timedelta(seconds=hold_s))
         held, held_events = queries.run(conn, "reconcile_push_hold").fetchone()
         receipts = count_staged(conn, None, partitions_created=staged.partitions_created) if held_events else staged
-        applied = apply_receipts(conn, window=window, provider_timezone=provider_timezone, now=now)
+        applied = apply_receipts(conn, window=window, spread=spread, provider_timezone=provider_timezone, now=now)
         store_new_receipts(conn, receipts, now)
         orphans = settle_orphans(conn, now=now, every_waiting=False)
         reconciled, lag_p50_s, lag_p95_s = queries.run(conn, "reconcile_push_mark").fetchone()

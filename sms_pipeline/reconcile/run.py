@@ -94,15 +94,18 @@ def reconcile_day(
     resend_after_proof_classes: Sequence[str],
     resend_max_age_h: int,
     max_send_delay_h: int,
+    campaign_send_spread_s: int,
 ) -> ReconcileResult:
     """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
-    re-send what was proved never submitted; commits.
+    re-send what was proved never submitted, record the day's loaded report as reconciled; commits.
 
     Provider-side campaign rows whose time has passed and whose transaction
     the day's report shows sent become ``submitted`` first (billed at their
     time), so the report's receipts find them submitted, not ``scheduled``.
 
     ``correlation_window_s``: ± seconds for correlation by reconstruction;
+    ``campaign_send_spread_s``: how long after its time a handed-over campaign row may still be sent
+    (reconstruction looks that far; its proof waits for the reports that far);
     ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`;
     ``resend_after_proof_classes``, ``resend_max_age_h`` (measured on ``clock``) and
     ``max_send_delay_h`` (a new attempt's send window): see
@@ -114,6 +117,7 @@ def reconcile_day(
     tz = provider_timezone
     day_start, day_end = day_bounds(day, tz)
     window = timedelta(seconds=correlation_window_s)
+    spread = timedelta(seconds=campaign_send_spread_s)
     with conn.transaction():
         transaction.lock(conn)
         transaction.use_set_based_memory(conn)
@@ -122,13 +126,14 @@ def reconcile_day(
         # their time) before the day is correlated; what the report does not show waits for the worker.
         reported = [txn for (txn,) in queries.run(conn, "campaign_reported_transactions")]
         promote_scheduled(conn, now=now, price_time_zone=tz.key, transaction_ids=reported)
-        correlation = correlate(conn, day=(day_start, day_end), window=window, provider_timezone=tz, now=now)
-        applied = apply_receipts(conn, window=window, provider_timezone=tz, now=now)
+        correlation = correlate(conn, day=(day_start, day_end), window=window, spread=spread, provider_timezone=tz,
+                                now=now)
+        applied = apply_receipts(conn, window=window, spread=spread, provider_timezone=tz, now=now)
         store_new_receipts(conn, receipts, now)
         orphans = settle_orphans(conn, now=now)
         proof = prove_non_submission(
             conn, day=day, now=now, provider_timezone=tz, non_submission_grace_h=non_submission_grace_h,
-            partition_start=partition_start,
+            partition_start=partition_start, spread=spread,
         )
         resent = 0
         if proof.report_complete:
@@ -136,6 +141,8 @@ def reconcile_day(
                 conn, day_start=day_start, day_end=day_end, now=now, classes=resend_after_proof_classes,
                 max_age_h=resend_max_age_h, send_window=timedelta(hours=max_send_delay_h),
             )
+        # The day's loaded lines are now matched: a following day's proof may count this report (V82).
+        queries.run(conn, "reconcile_report_reconciled", report_date=day, now=now)
     if proof.proved or resent:
         log.info("reconciled day=%s not_submitted_proved=%d resent_after_proof=%d",
                  day.isoformat(), proof.proved, resent)

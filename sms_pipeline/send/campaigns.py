@@ -31,7 +31,9 @@
   provider (``campaign/read``) about its transaction: listed ``completed``,
   the row becomes ``submitted`` with ``submitted_at = scheduled_for``, billed
   at the rate in force then (:func:`sms_pipeline.send.upkeep.promote_scheduled`);
-  listed ``cancelled`` or ``failed``, or no longer listed, it becomes
+  listed ``cancelled`` (a cancel's delete reached the provider, its answer
+  maybe not yet us), it becomes ``expired`` (``cancelled``), as the cancel
+  writes it, never billed; listed ``failed``, or no longer listed, it becomes
   ``unknown`` (``provider_not_sending``), never billed on our word; still
   ``scheduled`` there (clocks apart), or a read that fails, it waits. The
   worker does this once a poll interval (so in every ``--once`` run);
@@ -65,8 +67,8 @@ CAMPAIGN_SPLIT = 1000
 CAMPAIGN_CANDIDATES = "campaign_send_candidates"
 # Provider transactions whose time has passed that one settling pass asks the provider about.
 DUE_TRANSACTIONS_PER_PASS = 500
-# campaign/read's status words [assumed, as the simulator]: sent; still to send; will not be sent.
-_SENT, _WAITING, _NOT_SENDING = "completed", "scheduled", ("cancelled", "failed")
+# campaign/read's status words [assumed, as the simulator]: sent; still to send; deleted (a cancel); failed.
+_SENT, _WAITING, _CANCELLED, _FAILED = "completed", "scheduled", "cancelled", "failed"
 
 
 class CampaignUnmapped(Exception):
@@ -118,13 +120,14 @@ class CampaignStrategy:
 
     def settle_due(self, conn: psycopg.Connection, now: datetime) -> tuple[upkeep.Promoted, int]:
         """``scheduled`` rows whose time has passed: promoted where the provider lists their transaction sent,
-        ``unknown`` where it lists it cancelled or failed or no longer lists it; the rest wait (module doc).
-        Returns what was promoted and how many rows went ``unknown``."""
+        ``expired`` (cancelled) where it lists it cancelled, ``unknown`` where it lists it failed or no longer
+        lists it; the rest wait (module doc). Returns what was promoted and how many rows went ``unknown``."""
         due = queries.run(conn, "campaign_promote_due", now=now, limit=DUE_TRANSACTIONS_PER_PASS).fetchall()
         by_campaign: dict[str, list[str]] = {}
         for campaign_id, transaction_id in due:
             by_campaign.setdefault(campaign_id, []).append(transaction_id)
         sent: list[str] = []
+        cancelled: list[str] = []
         not_sending: list[str] = []
         for campaign_id, transaction_ids in by_campaign.items():
             try:
@@ -136,10 +139,17 @@ class CampaignStrategy:
                 status = listed.get(transaction_id)
                 if status == _SENT:
                     sent.append(transaction_id)
-                elif status is None or status in _NOT_SENDING:
+                elif status == _CANCELLED:
+                    cancelled.append(transaction_id)
+                elif status is None or status == _FAILED:
                     not_sending.append(transaction_id)
                 elif status != _WAITING:
                     log.warning("campaign transaction in an unknown status %r: its rows wait", status)
+        if cancelled:
+            with conn.transaction():
+                expired = queries.scalar(conn, "campaign_expire_cancelled", now=now, transaction_ids=cancelled)
+            log.info("scheduled rows the provider lists cancelled: expired rows=%d transactions=%d",
+                     expired, len(cancelled))
         promoted = upkeep.promote_scheduled(conn, now=now, price_time_zone=self.price_time_zone,
                                             transaction_ids=sent)
         return promoted, upkeep.give_up_unsent(conn, now=now, transaction_ids=not_sending)

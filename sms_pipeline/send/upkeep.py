@@ -13,9 +13,11 @@
 - A ``scheduled`` row (a provider-side campaign's) whose time has come and
   whose transaction the provider shows sent becomes ``submitted`` at that
   time, billed at the rate in force then (:func:`promote_scheduled`,
-  ``sql/queries/campaign_promote.sql``); one the provider shows not sending
-  becomes ``unknown`` (:func:`give_up_unsent`). The worker asks the provider
-  once a poll interval (``send.campaigns.settle_due_campaigns``);
+  ``sql/queries/campaign_promote.sql``); one the provider lists failed or no
+  longer lists becomes ``unknown`` (:func:`give_up_unsent`); one it lists
+  cancelled becomes ``expired`` / ``cancelled`` (``campaign_expire_cancelled.sql``).
+  The worker asks the provider once a poll interval
+  (``send.campaigns.CampaignStrategy.settle_due``);
   reconciliation promotes what the day's report shows sent.
 
 Called by the worker loop and by the pipeline's hourly upkeep; both
@@ -107,8 +109,8 @@ def promote_scheduled(conn: psycopg.Connection, *, now: datetime, price_time_zon
 
 
 def give_up_unsent(conn: psycopg.Connection, *, now: datetime, transaction_ids: Sequence[str]) -> int:
-    """``scheduled`` rows of ``transaction_ids`` (the provider shows them cancelled, failed or no longer
-    lists them) whose time has passed -> ``unknown`` (``provider_not_sending``), never billed; how many."""
+    """``scheduled`` rows of ``transaction_ids`` (the provider lists them failed or no longer lists
+    them) whose time has passed -> ``unknown`` (``provider_not_sending``), never billed; how many."""
     if not transaction_ids:
         return 0
     with conn.transaction():

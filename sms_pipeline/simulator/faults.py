@@ -55,8 +55,12 @@ PARAMETERS: dict[str, type] = {
     "summary_units_offset": int,  # units the summary disagrees with the ledger by
     "slow_delay_s": float,  # how late a "slow" answer comes
     "stall_s": float,  # how long a stalled connection is held at most
+    # Seconds (of the simulator's clock) after its scheduleTime a scheduled transaction accepted while set
+    # is sent: a throttled provider working through a large campaign. 0: sent exactly at its time.
+    "late_scheduled_send_s": int,
 }
-_DEFAULT_PARAMETERS: dict[str, Any] = {"summary_units_offset": 0, "slow_delay_s": 0.5, "stall_s": 30.0}
+_DEFAULT_PARAMETERS: dict[str, Any] = {"summary_units_offset": 0, "slow_delay_s": 0.5, "stall_s": 30.0,
+                                       "late_scheduled_send_s": 0}
 
 
 class FaultSpecError(ValueError):

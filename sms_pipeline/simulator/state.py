@@ -182,6 +182,11 @@ class _Schedule:
     # scheduled | completed | cancelled | failed (no credits at its time) | dropped (the fault: listed nowhere)
     state: str = "scheduled"
     drops_at_ms: int | None = None  # the drop fault: lost this long after it was accepted, unless sent first
+    late_ms: int = 0  # late_scheduled_send_s when accepted: sent (and billed) this long after due_ms
+
+    @property
+    def sends_at_ms(self) -> int:
+        return self.due_ms + self.late_ms
 
 
 @dataclass
@@ -556,6 +561,7 @@ class SimulatorState:
                 campaign_id=campaign,
                 created_ms=now_ms,
                 due_ms=epoch_ms(request.schedule_time),
+                late_ms=self.faults.parameter("late_scheduled_send_s") * 1000,
             )
             txn_ids.append(txn_id)
         self._campaigns[campaign] = txn_ids
@@ -572,12 +578,12 @@ class SimulatorState:
         loses by then."""
         for sched in self._schedules.values():
             if sched.state == "scheduled" and sched.drops_at_ms is not None and sched.drops_at_ms <= min(
-                    now_ms, sched.due_ms - 1):
+                    now_ms, sched.sends_at_ms - 1):
                 sched.state = "dropped"
                 self._revision += 1
         due = sorted(
-            (s for s in self._schedules.values() if s.state == "scheduled" and s.due_ms <= now_ms),
-            key=lambda s: (s.due_ms, s.transaction_id),
+            (s for s in self._schedules.values() if s.state == "scheduled" and s.sends_at_ms <= now_ms),
+            key=lambda s: (s.sends_at_ms, s.transaction_id),
         )
         for sched in due:
             if sched.request.test_message:  # validated, never sent nor billed, as an unscheduled test send
@@ -592,7 +598,7 @@ class SimulatorState:
                 self._revision += 1
                 continue
             self._append(sched.request, sched.recipients, segments, sched.transaction_id, sched.campaign_id,
-                         sched.fingerprint, sched.arrival, sched.due_ms, sched.part, answered=False)
+                         sched.fingerprint, sched.arrival, sched.sends_at_ms, sched.part, answered=False)
             sched.state = "completed"
 
     def schedules(self) -> list[_Schedule]:
@@ -865,6 +871,7 @@ def _schedule_record(sched: _Schedule) -> dict[str, Any]:
         "recipients": list(sched.recipients), "fingerprint": sched.fingerprint, "arrival": sched.arrival,
         "part": sched.part, "created_ms": sched.created_ms, "due_ms": sched.due_ms,
         "updated_ms": sched.updated_ms, "state": sched.state, "drops_at_ms": sched.drops_at_ms,
+        "late_ms": sched.late_ms,
     }
 
 
@@ -894,6 +901,7 @@ def _restore_schedule(record: dict[str, Any]) -> _Schedule:
     schedule_ms = record["schedule_ms"]
     updated_ms = record["updated_ms"]
     drops_at_ms = record.get("drops_at_ms")  # absent in a state file written before the fault existed
+    late_ms = record.get("late_ms", 0)  # likewise
     state = record["state"]
     if state not in ("scheduled", "completed", "cancelled", "failed", "dropped"):
         raise ValueError("unknown schedule state")
@@ -906,7 +914,7 @@ def _restore_schedule(record: dict[str, Any]) -> _Schedule:
                      transaction_id=_text(record["transaction_id"]), campaign_id=_text(record["campaign_id"]),
                      created_ms=_count(record["created_ms"]), due_ms=_count(record["due_ms"]),
                      updated_ms=None if updated_ms is None else _count(updated_ms), state=state,
-                     drops_at_ms=None if drops_at_ms is None else _count(drops_at_ms))
+                     drops_at_ms=None if drops_at_ms is None else _count(drops_at_ms), late_ms=_count(late_ms))
 
 
 def _text(value: object) -> str:

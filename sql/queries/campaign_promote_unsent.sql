@@ -1,5 +1,6 @@
 -- `scheduled` rows whose time has passed but whose transaction the provider does not show sent or still to
--- send (campaign/read lists it cancelled or failed, or no longer lists it): `unknown`, reason
+-- send (campaign/read lists it failed, or no longer lists it; `cancelled` is campaign_expire_cancelled.sql's):
+-- `unknown`, reason
 -- `provider_not_sending`, never billed on our word alone. Evidence (a report showing them sent) can still
 -- make them `submitted`; the schedule cross-check names such transactions while they were `scheduled`.
 -- Conditional on `scheduled`.

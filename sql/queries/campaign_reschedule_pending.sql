@@ -2,7 +2,7 @@
 -- each row's expires_at moves by as much as its due time, so it keeps the
 -- same delay after it. Guarded by the state (a claimed row is left to its
 -- request) and by the time (a row already at `at` is not touched, so a
--- second run changes nothing).
+-- second run changes nothing; a row already due is the worker's to send).
 -- Parameters: campaign_id, at, now.
 UPDATE msg.outbound_message
    SET expires_at = expires_at + (%(at)s::timestamptz - scheduled_for),
@@ -10,3 +10,4 @@ UPDATE msg.outbound_message
        updated_at = %(now)s
  WHERE campaign_id = %(campaign_id)s AND queue_state = 'pending'  -- = state; the index reads queue_state
    AND scheduled_for IS DISTINCT FROM %(at)s::timestamptz
+   AND scheduled_for > %(now)s::timestamptz

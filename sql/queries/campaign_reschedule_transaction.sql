@@ -1,6 +1,7 @@
 -- After the provider moved a transaction's schedule to `at`: its rows of
 -- the campaign get that time, and expires_at moves by as much. Guarded by
--- the state and the time, as campaign_reschedule_pending.sql.
+-- the state and by the time already at `at`, as campaign_reschedule_pending.sql
+-- (the caller has checked the transaction's own time).
 -- Parameters: campaign_id, txn_id (the uuId), at, now.
 UPDATE msg.outbound_message
    SET expires_at = expires_at + (%(at)s::timestamptz - scheduled_for),

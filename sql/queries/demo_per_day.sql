@@ -14,9 +14,10 @@ WITH days AS (
            sum(unpriced_units) AS unpriced_units
       FROM marts.cost_daily GROUP BY day
 ), rows_by_day AS (
-    -- A message's day is the provider-local day of its send attempt (submitted_at,
-    -- else claimed_at, else created_at), as in the marts.
-    SELECT (COALESCE(submitted_at, claimed_at, created_at) AT TIME ZONE %(tz)s)::date AS day,
+    -- A message's day is the provider-local day of its send attempt (msg.attempt_at,
+    -- else created_at), as in the marts.
+    SELECT (COALESCE(msg.attempt_at(submitted_at, claimed_at, scheduled_for), created_at)
+                AT TIME ZONE %(tz)s)::date AS day,
            count(*) FILTER (WHERE correlation_result = 'ambiguous') AS ambiguous,
            count(*) FILTER (WHERE state = 'expired' AND submitted_at IS NULL) AS expired_unsent
       FROM msg.outbound_message GROUP BY 1

@@ -10,7 +10,7 @@
 -- Returns (held, awaiting, latest_attempt_at: the awaiting rows' latest attempt time).
 SELECT count(*) FILTER (WHERE m.state IN ('claimed', 'sending', 'scheduled')) AS held,
        count(*) FILTER (WHERE m.state IN ('submitted', 'unknown') AND m.provider_message_id IS NULL) AS awaiting,
-       max(COALESCE(m.submitted_at, m.claimed_at, m.created_at))
+       max(COALESCE(msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for), m.created_at))
            FILTER (WHERE m.state IN ('submitted', 'unknown') AND m.provider_message_id IS NULL) AS latest_attempt_at
   FROM msg.message_lookup l
   JOIN msg.outbound_message m ON m.id = l.message_id AND m.created_at = l.message_created_at

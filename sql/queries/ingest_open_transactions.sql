@@ -11,8 +11,8 @@ SELECT m.provider_txn_id AS transaction_id,
        count(*)          AS open_rows
   FROM msg.outbound_message m
  WHERE m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
-   AND COALESCE(m.submitted_at, m.claimed_at) >= %(day_start)s::timestamptz
-   AND COALESCE(m.submitted_at, m.claimed_at) < %(day_end)s::timestamptz
+   AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) >= %(day_start)s::timestamptz
+   AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) < %(day_end)s::timestamptz
    AND m.final_status IS NULL
    AND m.provider_txn_id IS NOT NULL
    AND NOT EXISTS (

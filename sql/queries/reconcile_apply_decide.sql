@@ -39,8 +39,8 @@ decided AS (
            -- the provider's submit time; inside a DST fall-back hour, the
            -- reading nearer our own attempt time
            CASE WHEN u.alt_submit_at IS NOT NULL
-                 AND abs(EXTRACT(EPOCH FROM u.alt_submit_at - COALESCE(m.submitted_at, m.claimed_at)))
-                   < abs(EXTRACT(EPOCH FROM u.submit_at - COALESCE(m.submitted_at, m.claimed_at)))
+                 AND abs(EXTRACT(EPOCH FROM u.alt_submit_at - a.attempt_at))
+                   < abs(EXTRACT(EPOCH FROM u.submit_at - a.attempt_at))
                 THEN u.alt_submit_at ELSE u.submit_at END AS submit_at,
            CASE p.pass WHEN 1 THEN 'msgid' WHEN 2 THEN 'transaction'
                 ELSE CASE WHEN m.message_fingerprint = u.fingerprint THEN 'fingerprint' ELSE 'reconstruction' END
@@ -64,6 +64,7 @@ decided AS (
      CROSS JOIN LATERAL (
            SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END
                       AS evidence_state) e
+     CROSS JOIN LATERAL (SELECT msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) AS attempt_at) a
 ),
 settled AS (
     SELECT d.*,

@@ -1,6 +1,9 @@
 -- One statement for every matched message: msgId (and transaction id) onto
 -- the row, correlation result, evidence (the first match's: a later receipt
--- found by the msgId the match stored keeps it) and window, and the decided state move
+-- found by the msgId the match stored keeps it), how far reconstruction
+-- looked for a row it matched (the window, or for a handed-over row,
+-- scheduled_for > claimed_at, the spread after its time, as
+-- reconcile_correlate_not_found_rows.sql records), and the decided state move
 -- (only `submitted` -> final; every other row keeps its state), with the
 -- applied final's word, cause and delivery time, and the first conflicting
 -- final kept beside it. A receipt that moves a row to `failed` or `expired`
@@ -8,7 +11,7 @@
 -- 'receipt_failed' / 'receipt_expired' (a delivered row keeps its reason).
 -- Guarded by the state the decision was made from,
 -- and only rows whose values change: a re-run updates nothing.
--- Parameters: window_ms, now. Returns (from_state, to_state, rows).
+-- Parameters: window_ms, spread_ms, now. Returns (from_state, to_state, rows).
 WITH target AS (
     SELECT d.*,
            CASE WHEN d.applies THEN d.final_word END AS applied_word,
@@ -26,7 +29,8 @@ moved AS (
            provider_txn_id = COALESCE(m.provider_txn_id, t.txn_id),
            correlation_result = 'matched',
            correlation_evidence = COALESCE(m.correlation_evidence, t.evidence),
-           correlation_window_ms = CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
+           correlation_window_ms = CASE WHEN t.pass IS DISTINCT FROM 3 THEN m.correlation_window_ms
+                                        WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END,
            final_status = COALESCE(t.applied_word, m.final_status),
            provider_cause = CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
            delivered_at = COALESCE(t.applied_delivered_at, m.delivered_at),
@@ -44,7 +48,8 @@ moved AS (
            (t.new_state, COALESCE(t.receipt_reason, m.state_reason), COALESCE(m.provider_message_id, t.msg_id), COALESCE(m.provider_txn_id, t.txn_id),
             'matched'::msg.correlation_result,
             COALESCE(m.correlation_evidence, t.evidence),
-            CASE WHEN t.pass = 3 THEN %(window_ms)s ELSE m.correlation_window_ms END,
+            CASE WHEN t.pass IS DISTINCT FROM 3 THEN m.correlation_window_ms
+                 WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END,
             COALESCE(t.applied_word, m.final_status),
             CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
             COALESCE(t.applied_delivered_at, m.delivered_at),

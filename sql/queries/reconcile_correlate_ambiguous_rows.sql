@@ -1,7 +1,9 @@
 -- Rows that are a candidate of an ambiguous pair: marked `ambiguous`, with
--- the window when reconstruction found them. Their state does not move and
--- they are never re-sent: they wait for evidence or a person.
--- Parameters: window_ms, now. Returns how many rows changed.
+-- how far reconstruction looked when it found them (the window, or for a
+-- handed-over row, scheduled_for > claimed_at, the spread after its time).
+-- Their state does not move and they are never re-sent: they wait for
+-- evidence or a person.
+-- Parameters: window_ms, spread_ms, now. Returns how many rows changed.
 WITH ambiguous AS (
     SELECT message_id, message_created_at, bool_or(pass = 3) AS by_reconstruction
       FROM reconcile_decisions
@@ -11,7 +13,8 @@ WITH ambiguous AS (
 changed AS (
     UPDATE msg.outbound_message m
        SET correlation_result = 'ambiguous',
-           correlation_window_ms = CASE WHEN a.by_reconstruction THEN %(window_ms)s ELSE m.correlation_window_ms END,
+           correlation_window_ms = CASE WHEN a.by_reconstruction IS NOT TRUE THEN m.correlation_window_ms
+                                        WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END,
            reconciled_at = %(now)s::timestamptz,
            updated_at = %(now)s::timestamptz
       FROM ambiguous a
@@ -19,7 +22,8 @@ changed AS (
        AND m.created_at = a.message_created_at
        AND (m.correlation_result, m.correlation_window_ms)
            IS DISTINCT FROM ('ambiguous'::msg.correlation_result,
-                             CASE WHEN a.by_reconstruction THEN %(window_ms)s ELSE m.correlation_window_ms END)
+                             CASE WHEN a.by_reconstruction IS NOT TRUE THEN m.correlation_window_ms
+                                  WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END)
     RETURNING 1
 )
 SELECT count(*) FROM changed

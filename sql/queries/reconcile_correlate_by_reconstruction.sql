@@ -1,10 +1,20 @@
 -- Pass 3: reconstruction, for msgIds no earlier pass found any candidate
 -- for, against rows without a transaction id (OTP; rows that went
 -- `unknown` before their response was stored): same recipient, same
--- sender, attempt time (submitted_at, else claimed_at) within the window
--- around the provider's submit time (or its other reading inside a DST
+-- sender, attempt time (msg.attempt_at, V80: submitted_at, else claimed_at,
+-- or scheduled_for for a row handed to the provider ahead of its time, which
+-- the provider sends then) within the window around the provider's submit time (or its other reading inside a DST
 -- fall-back hour), both ends included (the expressions of
 -- outbound_message_correlate_idx).
+-- A handed-over row (scheduled_for > claimed_at: a provider-side campaign's)
+-- is sent from its time on but possibly much later (a throttled provider
+-- works through a large campaign for hours): its line may lie from window
+-- before to spread after its time, i.e. its time from spread before to
+-- window after the submit time. That wider range is a separate OR arm
+-- limited to handed-over rows, so every arm is still a range on the index
+-- and an ordinary row is still looked for only within +/- window. Several
+-- lines in one row's spread make it ambiguous like any other row with two
+-- msgIds (docs/design.md#provider-side-campaigns).
 -- Two pieces of evidence then only choose among one receipt's candidates,
 -- never empty its list: the text's keyed fingerprint (same_text) and, where
 -- the row holds the OTP answer's createTime, whether the provider's submit
@@ -17,7 +27,7 @@
 -- sent twice. Every candidate left is kept: one msgId with two rows, or one
 -- row with two msgIds, is ambiguous for all of them (two identical texts
 -- to one number stay so).
--- Parameters: window (interval).
+-- Parameters: window, spread (intervals).
 -- Creates the temporary table reconcile_pairs_by_reconstruction.
 CREATE TEMPORARY TABLE reconcile_pairs_by_reconstruction ON COMMIT DROP AS
 WITH candidates AS (
@@ -31,10 +41,16 @@ WITH candidates AS (
       JOIN msg.outbound_message m
         ON m.recipient = u.recipient
        AND m.sender_id = u.sender_name
-       AND (COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.submit_at - %(window)s::interval
-                                                       AND u.submit_at + %(window)s::interval
-            OR COALESCE(m.submitted_at, m.claimed_at) BETWEEN u.alt_submit_at - %(window)s::interval
-                                                          AND u.alt_submit_at + %(window)s::interval)
+       AND (msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
+                BETWEEN u.submit_at - %(window)s::interval AND u.submit_at + %(window)s::interval
+            OR msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
+                BETWEEN u.alt_submit_at - %(window)s::interval AND u.alt_submit_at + %(window)s::interval
+            OR m.scheduled_for > m.claimed_at
+               AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
+                   BETWEEN u.submit_at - %(spread)s::interval AND u.submit_at + %(window)s::interval
+            OR m.scheduled_for > m.claimed_at
+               AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
+                   BETWEEN u.alt_submit_at - %(spread)s::interval AND u.alt_submit_at + %(window)s::interval)
      WHERE m.provider_txn_id IS NULL
        AND m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
        AND m.provider_message_id IS NULL

@@ -5,7 +5,8 @@
 -- Parameters: stale_before (attempt time). Returns one row of counts.
 SELECT count(*) FILTER (WHERE state = 'unknown') AS unknown_open,
        count(*) FILTER (WHERE state = 'unknown'
-                          AND COALESCE(submitted_at, claimed_at) < %(stale_before)s::timestamptz) AS unknown_stale,
+                          AND msg.attempt_at(submitted_at, claimed_at, scheduled_for)
+                              < %(stale_before)s::timestamptz) AS unknown_stale,
        count(*) FILTER (WHERE correlation_result = 'ambiguous') AS ambiguous_open
   FROM msg.outbound_message
  WHERE queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)

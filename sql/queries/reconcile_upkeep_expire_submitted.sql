@@ -9,7 +9,7 @@ WITH moved AS (
            state_reason = 'no_final_receipt',
            updated_at = %(now)s::timestamptz
      WHERE queue_state = 'submitted'  -- = state; the partial indexes read queue_state (V73)
-       AND COALESCE(submitted_at, claimed_at) < %(submitted_before)s::timestamptz
+       AND msg.attempt_at(submitted_at, claimed_at, scheduled_for) < %(submitted_before)s::timestamptz
     RETURNING 1
 )
 SELECT count(*) FROM moved

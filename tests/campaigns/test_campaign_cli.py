@@ -1,9 +1,8 @@
 """``sms-pipeline campaigns``: create, list, show, cancel and reschedule, local and provider-side.
 
-Provider-side rows are put in ``scheduled`` here by hand, as the worker
-does it: one request to the simulator with the campaign's scheduleTime, then
-pending -> claimed -> sending -> scheduled with each transaction's uuId (in
-request order, as campaign/read lists them).
+Provider-side rows are handed to the simulator by the worker itself (its next
+claim, one ``--once`` pass): one request with the campaign's scheduleTime,
+then pending -> claimed -> sending -> scheduled with each transaction's uuId.
 """
 
 from __future__ import annotations
@@ -12,18 +11,21 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
+from tests.support.campaigns import campaign_worker
 from tests.support.cli import write_lines
 from tests.support.environment import provider_variables
-from tests.support.worker import INTAKE_POLICY, ledger, request
+from tests.support.worker import INTAKE_POLICY, ledger, price, request
 
+from sms_pipeline.core.clock import VirtualClock
 from sms_pipeline.core.provider_time import wall_clock_instant
 from sms_pipeline.intake import campaigns
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.provider.results import SendAccepted
+from sms_pipeline.provider.results import ProviderCallError
 from sms_pipeline.simulator.server import RunningSimulator
 
 KOLKATA = ZoneInfo("Asia/Kolkata")
@@ -65,22 +67,14 @@ def _campaign(db: psycopg.Connection, name: str) -> tuple:
                       (name,)).fetchone()
 
 
-def _hand_to_provider(db: psycopg.Connection, client: ProviderClient, name: str, now: datetime) -> list[str]:
-    """The worker's provider-side submission, by hand; the transactions' uuIds in request order."""
-    campaign_id, due = db.execute("SELECT id, scheduled_for FROM msg.campaign WHERE name = %s", (name,)).fetchone()
-    ids, recipients = zip(*db.execute("SELECT id, recipient FROM msg.outbound_message WHERE campaign_id = %s "
-                                      "ORDER BY id", (campaign_id,)).fetchall())
-    outcome = client.send(list(recipients), "Your order has shipped", "SGCSMS", schedule_time=due)
-    assert isinstance(outcome, SendAccepted) and outcome.campaign_id is not None
-    uuids = [t.transaction_id for t in client.campaign_read(outcome.campaign_id)]
-    db.execute("UPDATE msg.outbound_message SET state = 'claimed', claimed_at = %s WHERE campaign_id = %s",
-               (now, campaign_id))
-    db.execute("UPDATE msg.outbound_message SET state = 'sending' WHERE campaign_id = %s", (campaign_id,))
-    for part, uuid in enumerate(uuids):
-        db.execute("UPDATE msg.outbound_message SET state = 'scheduled', provider_campaign_id = %s, "
-                   "provider_txn_id = %s WHERE id = ANY(%s)",
-                   (outcome.campaign_id, uuid, list(ids[part * 1000:(part + 1) * 1000])))
-    return uuids
+def _transactions(db: psycopg.Connection, name: str) -> list[str]:
+    """The uuIds of the transactions holding the campaign's rows, in request order."""
+    return list(dict.fromkeys(row[4] for row in _rows(db, name) if row[4] is not None))
+
+
+def _hand_over(db_url: str, client: ProviderClient, clock: VirtualClock) -> None:
+    """One worker pass (``sms-pipeline worker --once``): the provider-side campaigns go to the provider."""
+    campaign_worker(db_url, client, clock).run(once=True)
 
 
 @contextmanager
@@ -158,7 +152,7 @@ def test_list_and_show_give_times_kinds_states_cost_and_provider_ids(run, db, tm
                "--at", _ahead(days=5), "--provider-side")[0] == 0
     campaign_id = _campaign(db, "promo")[0]
     # One row sent and billed (as the worker leaves it), with its transaction.
-    now = datetime.now(UTC)
+    now = datetime.now(UTC).replace(second=7)  # whole seconds show, as show prints them
     first = db.execute("SELECT min(id) FROM msg.outbound_message WHERE campaign_id = %s", (campaign_id,)).fetchone()[0]
     db.execute("UPDATE msg.outbound_message SET state = 'claimed', claimed_at = %s WHERE id = %s", (now, first))
     db.execute("UPDATE msg.outbound_message SET state = 'sending' WHERE id = %s", (first,))
@@ -168,8 +162,8 @@ def test_list_and_show_give_times_kinds_states_cost_and_provider_ids(run, db, tm
     code, out, _ = run("campaigns", "list")
     assert code == 0
     header, promo, later = out.splitlines()
-    assert header.split() == ["id", "name", "time", "kind", "rows", "by", "state", "cancelled"]
-    assert promo.split() == [str(campaign_id), "promo", *at.split(), "Asia/Kolkata", "local", "3", "pending=2",
+    assert header.split() == ["id", "name", "time", "kind", "rows", "sent", "by", "state", "outcome"]
+    assert promo.split() == [str(campaign_id), "promo", *at.split(), "Asia/Kolkata", "local", "3", "1", "pending=2",
                              "submitted=1", "-"]
     assert later.split()[1] == "later" and "provider-side" in later and "pending=2" in later
 
@@ -179,7 +173,9 @@ def test_list_and_show_give_times_kinds_states_cost_and_provider_ids(run, db, tm
         assert f"campaign {campaign_id} 'promo' (local, {at} Asia/Kolkata): due {_instant(at).isoformat()}" in out
         assert "rows: 3 (pending=2 submitted=1)" in out
         assert "cost so far: 0.0079 INR for 1 billed rows (1 units)" in out
-        assert "provider campaign - transaction T-1: 1 rows (0 held by the provider)" in out
+        sent_at = now.astimezone(KOLKATA).strftime("%Y-%m-%d %H:%M:%S")
+        assert f"sent: 1 rows, at {sent_at}" in out
+        assert f"provider campaign - transaction T-1: 1 rows (0 held by the provider, 1 sent at {sent_at})" in out
         assert f"waiting: 2 pending for {at}" in out
         assert "unfinished" not in out
 
@@ -255,12 +251,15 @@ def test_cancel_and_reschedule_after_the_send_time_are_refused_and_change_nothin
 # ----- provider-side ---------------------------------------------------------------------
 
 
-def test_provider_side_reschedule_moves_every_transaction_at_the_provider(run, db, tmp_path, sim, client):
+def test_provider_side_reschedule_moves_every_transaction_at_the_provider(run, db, db_url, tmp_path, sim, client,
+                                                                          clock):
     at, new_at = _ahead(days=3), _ahead(days=4)
     assert run("campaigns", "create", str(_file(tmp_path, 2100)), "--name", "promo", "--at", at, "--provider-side",
                "--workers", "1")[0] == 0
     campaign_id = _campaign(db, "promo")[0]
-    uuids = _hand_to_provider(db, client, "promo", datetime.now(UTC))
+    _hand_over(db_url, client, clock)
+    assert _states(db, "promo") == {("scheduled", None): 2100}
+    uuids = _transactions(db, "promo")
     assert len(uuids) == 3
     provider = provider_variables(sim.base_url)
 
@@ -292,11 +291,14 @@ def test_provider_side_reschedule_moves_every_transaction_at_the_provider(run, d
     assert code == 0 and "transaction" not in out  # nothing left to move: no provider call
 
 
-def test_provider_side_cancel_partial_failure_says_which_and_a_second_run_finishes(run, db, tmp_path, sim, client):
+def test_provider_side_cancel_partial_failure_says_which_and_a_second_run_finishes(run, db, db_url, tmp_path, sim,
+                                                                                   client, clock):
     assert run("campaigns", "create", str(_file(tmp_path, 2100)), "--name", "promo", "--at", _ahead(days=3),
                "--provider-side", "--workers", "1")[0] == 0
     campaign_id = _campaign(db, "promo")[0]
-    first, second, third = _hand_to_provider(db, client, "promo", datetime.now(UTC))
+    _hand_over(db_url, client, clock)
+    assert _states(db, "promo") == {("scheduled", None): 2100}
+    first, second, third = _transactions(db, "promo")
     # An earlier cancel reached the provider for the third, but its answer was lost: the provider's view counts.
     client.schedule_delete(third)
     provider = provider_variables(sim.base_url)
@@ -327,39 +329,252 @@ def test_provider_side_cancel_partial_failure_says_which_and_a_second_run_finish
         "SELECT DISTINCT provider_campaign_id FROM msg.outbound_message").fetchone()[0])} == {"cancelled"}
 
 
-def test_a_cancel_that_cannot_reach_rows_handed_over_as_unknown_never_reads_as_done(run, db, tmp_path, sim, client):
-    assert run("campaigns", "create", str(_file(tmp_path, 1200)), "--name", "promo", "--at", _ahead(days=3),
-               "--provider-side", "--workers", "1")[0] == 0
-    first, second = _hand_to_provider(db, client, "promo", datetime.now(UTC))
-    # The worker could not place the second transaction's rows (say campaign/read failed): unknown, no uuId.
-    db.execute("UPDATE msg.outbound_message SET state = 'unknown', state_reason = 'campaign_unmapped', "
-               "provider_txn_id = NULL WHERE provider_txn_id = %s", (second,))
+def test_a_cancel_that_cannot_reach_rows_handed_over_as_unknown_never_reads_as_done(run, db, db_url, tmp_path, sim,
+                                                                                    make_client, clock):
+    at = _ahead(days=3)
+    assert run("campaigns", "create", str(_file(tmp_path, 1000)), "--name", "promo", "--at", at, "--provider-side",
+               "--workers", "1")[0] == 0
+    _hand_over(db_url, make_client(), clock)
+    [first] = _transactions(db, "promo")
+    # 200 more lines join it; the worker hands them over but cannot place them (campaign/read fails after the
+    # send): unknown, campaign_unmapped, no uuId, and the provider may still send them.
+    assert run("campaigns", "create", str(_file(tmp_path, 200, start=1000, name="more.jsonl")), "--name", "promo",
+               "--at", at, "--provider-side", "--workers", "1")[0] == 0
+    sim.faults.update({"rate_limit_report": 1.0})
+    assert campaign_worker(db_url, make_client(max_retries=0), clock).run(once=True).unknown == 200
+    sim.faults.clear()
 
     code, out, err = run("campaigns", "cancel", "promo", **provider_variables(sim.base_url))
 
     assert code == 1, out
     assert f"transaction {first}: 1000 rows cancelled" in out
-    assert "200 rows left" in err
+    assert "200 rows left; run the command again" in err
     assert _campaign(db, "promo")[3] is None  # not shown cancelled: the provider may still send those 200
     assert _states(db, "promo") == {("expired", "cancelled"): 1000, ("unknown", "campaign_unmapped"): 200}
 
 
-def test_a_cancelled_provider_side_campaign_costs_nothing_when_its_time_comes(db, sim, client, clock):
+def test_a_cancelled_provider_side_campaign_costs_nothing_when_its_time_comes(run, db, db_url, sim, client, clock):
+    price(db, "0.0079")  # per unit, the requests' class
     at = _wall(clock.now() + timedelta(hours=1))
     for name, start in (("cancelled", 0), ("kept", 100)):
         campaigns.create(db, [json.dumps(request(n)).encode() for n in range(start, start + 3)], name=name, at=at,
                          tz=KOLKATA, provider_side=True, clock=clock, policy=INTAKE_POLICY)
-    [dropped] = _hand_to_provider(db, client, "cancelled", clock.now())
-    [kept] = _hand_to_provider(db, client, "kept", clock.now())
+    _hand_over(db_url, client, clock)
+    [dropped], [kept] = _transactions(db, "cancelled"), _transactions(db, "kept")
 
     change = campaigns.cancel(db, campaigns.find(db, "cancelled"), clock=clock, provider=client)
     assert change.done and [(t.transaction_id, t.problem) for t in change.transactions] == [(dropped, None)]
     clock.advance(timedelta(hours=2))  # past the time on the simulator's clock
+    # The worker's settle pass: the provider lists the kept transaction sent, so its rows are promoted.
+    assert campaign_worker(db_url, client, clock).run(once=True).promoted == 3
 
-    assert {e.transaction_id for e in ledger(sim)} == {kept}  # the kept one went out and was billed; not ours
-    assert len(ledger(sim)) == 3
+    assert {e.transaction_id for e in ledger(sim)} == {kept} and len(ledger(sim)) == 3  # the provider billed
+    assert _states(db, "kept") == {("submitted", None): 3}
+    assert {row[5:] for row in _rows(db, "kept")} == {(_instant(at), Decimal("0.0079"))}  # 1 unit x the rate
     assert _states(db, "cancelled") == {("expired", "cancelled"): 3}
-    assert all(r[5] is None and r[6] is None for r in _rows(db, "cancelled"))
+    assert {row[5:] for row in _rows(db, "cancelled")} == {(None, None)}
+    assert campaigns.cost(db, campaigns.find(db, "cancelled")) == []
+    assert campaigns.cost(db, campaigns.find(db, "kept")) == [campaigns.Cost("INR", Decimal("0.0237"), 3, 3, 0)]
+    assert "cost so far: nothing billed" in run("campaigns", "show", "cancelled")[1]
     with pytest.raises(campaigns.CampaignRefused, match="too late to cancel"):
         campaigns.cancel(db, campaigns.find(db, "kept"), clock=clock, provider=client)
-    assert _states(db, "kept") == {("scheduled", None): 3}
+    assert _states(db, "kept") == {("submitted", None): 3}
+
+
+class _ReadingMovesIt:
+    """A clock that moves ``step`` forward each time the command reads it, and gives the new time; the
+    simulator reads the clock underneath, which does not move it."""
+
+    def __init__(self, clock: VirtualClock, step: timedelta) -> None:
+        self._clock, self._step = clock, step
+
+    def now(self) -> datetime:
+        return self._clock.advance(self._step)
+
+
+def test_a_cancel_that_meets_the_send_time_leaves_the_rest_to_the_provider_and_the_worker_records_it(
+        db, db_url, sim, client, clock):
+    price(db, "0.0079")
+    at = _wall(clock.now() + timedelta(hours=1))
+    campaigns.create(db, [json.dumps(request(n)).encode() for n in range(1200)], name="promo", at=at, tz=KOLKATA,
+                     provider_side=True, clock=clock, policy=INTAKE_POLICY)
+    _hand_over(db_url, client, clock)
+    first, second = _transactions(db, "promo")
+    due = _instant(at)
+    # The command reads the clock as it starts (1.5 minutes before the time), before asking about the first
+    # transaction (half a minute before: the provider deletes it) and before the second (half a minute after).
+    clock.set(due - timedelta(minutes=2, seconds=30))
+
+    change = campaigns.cancel(db, campaigns.find(db, "promo"), clock=_ReadingMovesIt(clock, timedelta(minutes=1)),
+                              provider=client)
+
+    assert clock.now() == due + timedelta(seconds=30)
+    assert [(t.transaction_id, t.messages, t.problem) for t in change.transactions] == [
+        (first, 1000, None), (second, 200, f"the send time has passed ({at} Asia/Kolkata); left to the provider")]
+    assert (change.done, change.too_late, change.left, change.campaign.cancelled_at) == (False, True, 200, None)
+    assert _states(db, "promo") == {("expired", "cancelled"): 1000, ("scheduled", None): 200}
+
+    # The provider sent the second at its time; the worker's settle pass records it, billed.
+    assert campaign_worker(db_url, client, clock).run(once=True).promoted == 200
+    rows = _rows(db, "promo")
+    assert {(r[0], r[1], r[5], r[6]) for r in rows if r[4] == first} == {("expired", "cancelled", None, None)}
+    assert {(r[0], r[5], r[6]) for r in rows if r[4] == second} == {("submitted", due, Decimal("0.0079"))}
+    assert {e.transaction_id for e in ledger(sim)} == {second} and len(ledger(sim)) == 200
+    assert campaigns.cost(db, campaigns.find(db, "promo")) == [campaigns.Cost("INR", Decimal("1.5800"), 200, 200, 0)]
+
+
+def _provider_side(db: psycopg.Connection, db_url: str, client: ProviderClient, clock: VirtualClock, count: int,
+                   at: str) -> list[str]:
+    """A provider-side campaign 'promo' of ``count`` rows at ``at``, handed over: its transactions' uuIds."""
+    campaigns.create(db, [json.dumps(request(n)).encode() for n in range(count)], name="promo", at=at, tz=KOLKATA,
+                     provider_side=True, clock=clock, policy=INTAKE_POLICY)
+    _hand_over(db_url, client, clock)
+    return _transactions(db, "promo")
+
+
+def test_a_cancel_whose_answer_comes_after_the_worker_read_cancelled_still_reads_done(
+        db, db_url, sim, client, make_client, clock, monkeypatch):
+    price(db, "0.0079")
+    at = _wall(clock.now() + timedelta(hours=1))
+    [txn] = _provider_side(db, db_url, client, clock, 3, at)
+    due = _instant(at)
+    clock.set(due - timedelta(seconds=1))
+    delete = client.schedule_delete
+
+    def answered_late(txn_id: str) -> None:
+        delete(txn_id)  # the provider deletes the schedule a second before the time ...
+        clock.set(due + timedelta(seconds=1))  # ... its answer comes after it; meanwhile the worker's settle
+        campaign_worker(db_url, make_client(), clock).run(once=True)  # pass reads the transaction `cancelled`
+
+    monkeypatch.setattr(client, "schedule_delete", answered_late)
+    change = campaigns.cancel(db, campaigns.find(db, "promo"), clock=clock, provider=client)
+
+    assert [(t.transaction_id, t.problem) for t in change.transactions] == [(txn, None)]
+    assert change.done and change.campaign.cancelled_at is not None
+    # Expired as the cancel writes them, never `unknown` (which a proof could later turn into a re-send).
+    assert _states(db, "promo") == {("expired", "cancelled"): 3}
+    assert {row[5:] for row in _rows(db, "promo")} == {(None, None)}  # never billed
+    assert ledger(sim) == []
+
+
+def test_a_transaction_the_provider_sent_before_its_delete_makes_the_cancel_read_partly_sent(
+        run, db, db_url, sim, client, make_client, clock, monkeypatch):
+    price(db, "0.0079")
+    at = _wall(clock.now() + timedelta(hours=1))
+    first, second = _provider_side(db, db_url, client, clock, 1200, at)
+    due = _instant(at)
+    clock.set(due - timedelta(minutes=2))
+    delete = client.schedule_delete
+
+    def sent_meanwhile(txn_id: str) -> None:
+        if txn_id == second:
+            # The time comes while the request for the second is on its way: the provider sends that
+            # transaction, and the worker's settle pass promotes its rows before the cancel reads them.
+            clock.set(due + timedelta(seconds=1))
+            assert campaign_worker(db_url, make_client(), clock).run(once=True).promoted == 200
+        delete(txn_id)
+
+    monkeypatch.setattr(client, "schedule_delete", sent_meanwhile)
+    change = campaigns.cancel(db, campaigns.find(db, "promo"), clock=clock, provider=client)
+
+    assert [(t.transaction_id, t.problem is None) for t in change.transactions] == [(first, True), (second, False)]
+    # Nothing is left to cancel: the cancel is finished, but part went out and was billed, so the campaign
+    # reads "partly sent", never plainly "cancelled" (which says it cost nothing).
+    assert (change.left, change.done) == (0, True) and change.campaign.cancelled_at is not None
+    assert (change.campaign.outcome, change.campaign.sent, change.campaign.first_sent_at) == ("partly sent", 200, due)
+    assert _states(db, "promo") == {("expired", "cancelled"): 1000, ("submitted", None): 200}
+    assert {e.transaction_id for e in ledger(sim)} == {second} and len(ledger(sim)) == 200
+    out = run("campaigns", "show", "promo")[1]
+    assert "partly sent: 200 rows sent before the cancel, the rest cancelled" in out
+    assert f"transaction {second}: 200 rows (0 held by the provider, 200 sent at {at})" in out
+    assert "nothing sent" not in out and "unfinished" not in out
+    [listed] = run("campaigns", "list")[1].splitlines()[1:]
+    assert listed.split()[7:11] == ["200", "cancelled=1000", "submitted=200", "partly"]
+    assert "partly sent, rest cancelled" in listed
+
+
+def test_a_reschedule_cut_off_by_the_send_time_leaves_the_moved_rows_controllable(run, db, db_url, sim, client,
+                                                                                   clock):
+    price(db, "0.0079")
+    at, new_at = _wall(clock.now() + timedelta(hours=1)), _wall(clock.now() + timedelta(days=1))
+    first, second = _provider_side(db, db_url, client, clock, 1200, at)
+    due, new_due = _instant(at), _instant(new_at)
+    # The command reads the clock as it starts and before each transaction: the first is moved half a
+    # minute before the time, the second is reached half a minute after it.
+    clock.set(due - timedelta(minutes=2, seconds=30))
+
+    change = campaigns.reschedule(db, campaigns.find(db, "promo"), new_at,
+                                  clock=_ReadingMovesIt(clock, timedelta(minutes=1)), provider=client)
+
+    assert clock.now() == due + timedelta(seconds=30)
+    assert [(t.transaction_id, t.messages, t.problem) for t in change.transactions] == [
+        (first, 1000, None), (second, 200, f"the send time has passed ({at} Asia/Kolkata); left to the provider")]
+    assert (change.done, change.too_late, change.campaign.scheduled_for) == (False, True, due)
+    assert {(r[4], r[0], r[2]) for r in _rows(db, "promo")} == {(first, "scheduled", new_due),
+                                                               (second, "scheduled", due)}
+    # The provider sends the second at the old time; the worker records it. What moved is plain to see.
+    assert campaign_worker(db_url, client, clock).run(once=True).promoted == 200
+    promo = campaigns.find(db, "promo")
+    assert [(w.state, w.scheduled_for, w.messages) for w in campaigns.waiting(db, promo)] == [
+        ("scheduled", new_due, 1000)]
+    out = run("campaigns", "show", "promo")[1]
+    assert f"waiting: 1000 scheduled for {new_at}" in out
+    assert "unfinished reschedule: 1000 rows at another time than the campaign's" in out
+
+    # An hour after the old time the moved rows are still the campaign's to change: the reschedule run again
+    # gives the campaign its new time (nothing left to move), then a cancel stops them.
+    clock.set(due + timedelta(hours=1))
+    change = campaigns.reschedule(db, promo, new_at, clock=clock, provider=client)
+    assert (change.done, change.transactions, change.campaign.scheduled_for) == (True, [], new_due)
+    # The campaign has its new time; what went at the old one stays in plain sight.
+    out = run("campaigns", "show", "promo")[1]
+    assert f", {new_at} Asia/Kolkata)" in out and f"sent: 200 rows, at {at}" in out
+    assert f"transaction {second}: 200 rows (0 held by the provider, 200 sent at {at})" in out
+    # The cancel (the command, on the real clock: before the new time) stops the moved rows; it finishes, but
+    # the campaign reads "partly sent", naming the transaction that went, not plainly "cancelled".
+    code, out, err = run("campaigns", "cancel", "promo", **provider_variables(sim.base_url))
+    assert code == 0, err
+    assert f"transaction {first}: 1000 rows cancelled" in out
+    assert f"transaction {second}: 200 rows sent at {at}" in out
+    assert f"'promo' partly sent: 200 rows sent before the cancel (at {at}), the rest cancelled" in out
+    promo = campaigns.find(db, "promo")
+    assert promo.cancelled_at is not None and (promo.outcome, promo.sent) == ("partly sent", 200)
+    assert _states(db, "promo") == {("expired", "cancelled"): 1000, ("submitted", None): 200}
+    assert {e.transaction_id for e in ledger(sim)} == {second} and len(ledger(sim)) == 200
+    assert campaigns.cost(db, promo) == [campaigns.Cost("INR", Decimal("1.5800"), 200, 200, 0)]
+
+
+def test_a_cancel_that_reached_the_provider_unanswered_finishes_after_the_send_time(
+        run, db, db_url, sim, client, make_client, clock, monkeypatch):
+    price(db, "0.0079")
+    at = _wall(clock.now() + timedelta(hours=1))
+    [txn] = _provider_side(db, db_url, client, clock, 3, at)
+    due = _instant(at)
+    delete = client.schedule_delete
+
+    def answer_lost(txn_id: str) -> None:
+        delete(txn_id)  # the provider deletes the schedule, but its answer never comes back ...
+        raise ProviderCallError(f"provider schedule delete of {txn_id} failed: connection reset")
+
+    def unreadable(provider_campaign_id: str) -> None:  # ... and the read-back fails too
+        raise ProviderCallError("provider campaign read failed: connection reset")
+
+    monkeypatch.setattr(client, "schedule_delete", answer_lost)
+    monkeypatch.setattr(client, "campaign_read", unreadable)
+    change = campaigns.cancel(db, campaigns.find(db, "promo"), clock=clock, provider=client)
+    assert [(t.transaction_id, t.problem is None) for t in change.transactions] == [(txn, False)]
+    assert (change.done, change.left, change.campaign.cancelled_at) == (False, 3, None)
+
+    # The send time passes; the worker's settle pass reads the transaction `cancelled` and expires its rows.
+    clock.set(due + timedelta(minutes=5))
+    campaign_worker(db_url, make_client(), clock).run(once=True)
+    assert _states(db, "promo") == {("expired", "cancelled"): 3}
+
+    # Nothing is left to change and nothing went: the cancel run again finishes, past the time.
+    code, out, err = run("campaigns", "cancel", "promo", **provider_variables(sim.base_url))
+    assert code == 0, err
+    assert "'promo' cancelled" in out and "partly sent" not in out
+    promo = campaigns.find(db, "promo")
+    assert promo.cancelled_at is not None and (promo.outcome, promo.sent) == ("cancelled", 0)
+    assert "nothing sent" in run("campaigns", "show", "promo")[1]
+    assert ledger(sim) == [] and campaigns.cost(db, promo) == []

@@ -6,7 +6,8 @@ Day D = 2026-03-10 in Asia/Kolkata (UTC+05:30). Two campaigns of two tenants:
 spring-sale (acme, promotional), provider-side:
     5 delivered (1 unit, 0.0079 each, latencies 1..5 s), 2 failed (2 units, 0.0158 each),
     1 expired after billing, 1 submitted still awaiting a receipt (0.0079) -> billed 9, 11 units, 0.0869;
-    3 scheduled (claimed on D, the provider holds them), 2 cancelled, 1 rejected: never billed;
+    3 scheduled (handed over on D-1, due on D at 16:00: the provider holds them, counted on D), 2 cancelled,
+    1 rejected: never billed;
     1 delivered on D+1 (outside the window).
 winter-otp (beta, transactional): 3 delivered at odd prices 0.0071 + 0.0083 + 0.0107 = 0.0261.
 And billed rows of no campaign, which campaign_daily leaves out.
@@ -20,6 +21,7 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import psycopg
@@ -41,7 +43,10 @@ pytestmark = pytest.mark.slow
 D = date(2026, 3, 10)
 IST_10_00 = datetime(2026, 3, 10, 4, 30, tzinfo=UTC)
 JOB = "campaign_marts"
+TZ = ZoneInfo("Asia/Kolkata")
 CAMPAIGN_DAILY = dg.AssetKey(["marts", "campaign_daily"])
+HANDED_OVER_AT = IST_10_00 - timedelta(hours=23)  # claimed by the worker on D-1 at 11:00, ahead of its time
+HANDED_OVER_DUE = IST_10_00 + timedelta(hours=6)  # 16:00 on D in Kolkata
 
 
 def _campaign(conn: psycopg.Connection, name: str, provider_side: bool) -> int:
@@ -78,7 +83,8 @@ def _insert(conn: psycopg.Connection) -> tuple[int, int]:
     _rows(conn, 1, state="expired", state_reason="receipt_expired", **one)
     _rows(conn, 1, state="submitted", **one)
     _rows(conn, 3, state="scheduled", submitted_at=None, campaign_id=sale, provider_txn_id="5718742519829975000",
-          provider_campaign_id="4242", scheduled_for=IST_10_00 + timedelta(hours=6))
+          provider_campaign_id="4242", scheduled_for=HANDED_OVER_DUE, claimed_at=HANDED_OVER_AT,
+          created_at=HANDED_OVER_AT - timedelta(hours=1))
     _rows(conn, 2, state="expired", state_reason="cancelled", submitted_at=None, campaign_id=sale)
     _rows(conn, 1, state="rejected", state_reason="invalid_mobile", submitted_at=None, campaign_id=sale)
     _rows(conn, 1, state="delivered", latency_s=1, submitted_at=IST_10_00 + timedelta(days=1), **one)
@@ -116,13 +122,16 @@ def test_campaign_daily_ties_out_with_the_message_rows_to_the_paisa(built, marts
                                        "FROM marts.campaign_daily ORDER BY 1, 2, 3, 4")
     # Straight from the rows, not through dbt: billed = submitted and not rejected, on the local day of the attempt.
     rows = rows_as_dicts(marts_db_url, """
-        SELECT campaign_id, (coalesce(submitted_at, claimed_at, created_at) AT TIME ZONE 'Asia/Kolkata')::date AS day,
+        SELECT campaign_id,
+               (coalesce(msg.attempt_at(submitted_at, claimed_at, scheduled_for), created_at)
+                    AT TIME ZONE 'Asia/Kolkata')::date AS day,
                tenant_id, message_class,
                coalesce(sum(cost) FILTER (WHERE submitted_at IS NOT NULL AND state <> 'rejected'), 0) AS cost,
                coalesce(sum(billable_units) FILTER (WHERE submitted_at IS NOT NULL AND state <> 'rejected'), 0)
                    AS billable_units
           FROM msg.outbound_message
-         WHERE campaign_id IS NOT NULL AND coalesce(submitted_at, claimed_at, created_at) < %s
+         WHERE campaign_id IS NOT NULL
+           AND coalesce(msg.attempt_at(submitted_at, claimed_at, scheduled_for), created_at) < %s
          GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4""", (datetime(2026, 3, 10, 18, 30, tzinfo=UTC),))
     assert mart == rows
     assert sum(r["cost"] for r in mart) == Decimal("0.0869") + Decimal("0.0261")
@@ -143,6 +152,16 @@ def test_campaign_daily_counts_every_outcome_once(built, marts_db_url):
     checks = [e for e in result.get_asset_check_evaluations() if e.asset_key == CAMPAIGN_DAILY]
     assert {e.check_name for e in checks} >= {"campaign_daily_ties_to_messages", "campaign_daily_one_currency"}
     assert all(e.passed for e in checks), [e.check_name for e in checks if not e.passed]
+
+
+def test_a_scheduled_row_counts_on_its_due_day_not_its_hand_over_day(built, marts_db_url):
+    result, sale, _ = built
+    assert result.success
+    days = rows_as_dicts(marts_db_url, "SELECT day, pending FROM marts.campaign_daily WHERE campaign_id = %s",
+                         (sale,))
+    # The 3 rows handed over on D-1 are pending on D (with D's billed one awaiting a receipt), D-1 has no row.
+    assert days == [{"day": D, "pending": 4}]
+    assert (HANDED_OVER_AT.astimezone(TZ).date(), HANDED_OVER_DUE.astimezone(TZ).date()) == (D - timedelta(days=1), D)
 
 
 def test_report_cost_by_campaign(built, run):

@@ -142,7 +142,8 @@ def test_a_push_nothing_matches_after_the_hold_becomes_an_orphan_the_daily_run_r
     assert run_pass(world) is None  # reconciled: the push pass does not look again
     with psycopg.connect(world.db_url, autocommit=True) as conn:
         day = reconcile_day(conn, world.day, world.clock, provider_timezone=world.tz,
-                            correlation_window_s=world.settings.correlation_window_s, non_submission_grace_h=24,
+                            correlation_window_s=world.settings.correlation_window_s,
+                            campaign_send_spread_s=world.settings.campaign_send_spread_s, non_submission_grace_h=24,
                             partition_start=world.day - timedelta(days=10), resend_after_proof_classes=(),
                             resend_max_age_h=72, max_send_delay_h=24)
     assert day.orphans.resolved == 1

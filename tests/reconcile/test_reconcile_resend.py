@@ -247,3 +247,26 @@ def test_two_candidates_neither_with_the_reported_text_stay_ambiguous_and_unprov
             "unknown", "ambiguous", None, None)
         assert len(_chain(world, key)) == 1
     assert _billed(world)[number] == 2
+
+
+def test_a_campaign_row_proved_unsent_is_never_resent_automatically(world):
+    """A campaign goes out at its time; a copy days later is not what its owner asked for."""
+    now = world.clock.now()
+    campaign_id = world.conn.execute(
+        """INSERT INTO msg.campaign (name, provider_side, local_time, time_zone, scheduled_for, created_at,
+                                     updated_at)
+           VALUES ('promo', false, %s, %s, %s, %s, %s) RETURNING id""",
+        (now.astimezone(world.tz).replace(tzinfo=None), world.tz.key, now, now, now)).fetchone()[0]
+    # Two transactional rows whose requests may have left (unknown), never billed; one is the campaign's.
+    own, in_campaign = (
+        world._insert(recipient, "Your order has shipped", SENDER, "transactional", state="unknown",
+                      state_reason="send_ambiguous", claimed_at=now, **columns)
+        for recipient, columns in zip(numbers(2), ({}, {"campaign_id": campaign_id})))
+
+    world.move_to(world.at(world.day + timedelta(days=2), 2, 30))  # absence is proof for both
+    assert _reconcile(world) == 1
+
+    assert [a.state for a in _chain(world, own)] == ["superseded", "pending"]
+    row = world.row(in_campaign)
+    assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
+    assert len(_chain(world, in_campaign)) == 1

@@ -57,6 +57,7 @@ def run_pass(world: World, **options: Any) -> PushPass | None:
     with psycopg.connect(world.db_url, autocommit=True) as conn:
         return reconcile_pushes(conn, world.clock, provider_timezone=world.tz,
                                 correlation_window_s=world.settings.correlation_window_s,
+                                campaign_send_spread_s=world.settings.campaign_send_spread_s,
                                 hold_s=options.get("hold_s", HOLD_S))
 
 

@@ -49,7 +49,10 @@ classified as (
     select
         message_id,
         message_created_at,
-        coalesce(submitted_at, claimed_at, message_created_at) as attempt_at,
+        -- the attempt time defined once in the database (V80: submitted_at, else claimed_at, or
+        -- scheduled_for for a row handed to the provider ahead of its time), else created_at; the
+        -- expression of outbound_message_attempt_at_idx, so the marts' day windows are index ranges
+        coalesce(msg.attempt_at(submitted_at, claimed_at, scheduled_for), message_created_at) as attempt_at,
         tenant_id,
         channel,
         message_class,

@@ -6,7 +6,9 @@
 -- units = billable_units, else segments (one recipient per row), times the
 -- price of msg.unit_price (the function every bill uses, the card's days in
 -- the provider's zone) at the attempt time that also gives the row its day:
--- the claim, an unknown row having never been submitted. No price: NULL, never 0.
+-- the claim, an unknown row having never been submitted (for a row handed to the
+-- provider ahead of its time, its scheduled time: when the provider would send and
+-- bill it). No price: NULL, never 0.
 with unknown_messages as (
 
     select

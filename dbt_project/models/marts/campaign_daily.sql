@@ -1,5 +1,6 @@
 -- Each campaign's messages per provider-local day of the send attempt (the
--- day rule of cost_daily: submitted_at, else claimed_at, else created_at),
+-- day rule of cost_daily, int_messages__final_state: a provider-side row
+-- counts on the day it is due, also while the provider holds it `scheduled`),
 -- tenant and message class: what was sent, what it cost, how it ended.
 --
 -- Cost is billed rows' cost as in cost_daily (billing at submission,

@@ -1,0 +1,12 @@
+-- Record that day D's loaded report has been reconciled (at the end of
+-- reconcile_day(D), in its transaction, with the reconciliation's clock): a
+-- following day counts toward a handed-over row's proof only once its
+-- complete report's lines are matched (V82,
+-- docs/design.md#proof-of-non-submission). Nothing when D's report is not
+-- loaded.
+-- Parameters: report_date, now. Returns nothing.
+UPDATE dlr.report_checkpoints
+   SET reconciled_at = %(now)s::timestamptz
+ WHERE report_kind = 'day'
+   AND report_date = %(report_date)s::date
+   AND loaded_at IS NOT NULL
