@@ -145,11 +145,7 @@ class CampaignStrategy:
                     not_sending.append(transaction_id)
                 elif status != _WAITING:
                     log.warning("campaign transaction in an unknown status %r: its rows wait", status)
-        if cancelled:
-            with conn.transaction():
-                expired = queries.scalar(conn, "campaign_expire_cancelled", now=now, transaction_ids=cancelled)
-            log.info("scheduled rows the provider lists cancelled: expired rows=%d transactions=%d",
-                     expired, len(cancelled))
+        upkeep.expire_cancelled(conn, now=now, transaction_ids=cancelled)
         promoted = upkeep.promote_scheduled(conn, now=now, price_time_zone=self.price_time_zone,
                                             transaction_ids=sent)
         return promoted, upkeep.give_up_unsent(conn, now=now, transaction_ids=not_sending)

@@ -15,7 +15,7 @@
   time, billed at the rate in force then (:func:`promote_scheduled`,
   ``sql/queries/campaign_promote.sql``); one the provider lists failed or no
   longer lists becomes ``unknown`` (:func:`give_up_unsent`); one it lists
-  cancelled becomes ``expired`` / ``cancelled`` (``campaign_expire_cancelled.sql``).
+  cancelled becomes ``expired`` / ``cancelled`` (:func:`expire_cancelled`).
   The worker asks the provider once a poll interval
   (``send.campaigns.CampaignStrategy.settle_due``);
   reconciliation promotes what the day's report shows sent.
@@ -111,11 +111,27 @@ def promote_scheduled(conn: psycopg.Connection, *, now: datetime, price_time_zon
 def give_up_unsent(conn: psycopg.Connection, *, now: datetime, transaction_ids: Sequence[str]) -> int:
     """``scheduled`` rows of ``transaction_ids`` (the provider lists them failed or no longer lists
     them) whose time has passed -> ``unknown`` (``provider_not_sending``), never billed; how many."""
-    if not transaction_ids:
-        return 0
-    with conn.transaction():
-        moved = queries.scalar(conn, "campaign_promote_unsent", now=now, transaction_ids=list(transaction_ids))
+    moved = _settle_unsent(conn, now, transaction_ids, "unknown", "provider_not_sending")
     if moved:
         log.warning("scheduled rows the provider shows not sending: unknown rows=%d transactions=%d",
                     moved, len(transaction_ids))
     return moved
+
+
+def expire_cancelled(conn: psycopg.Connection, *, now: datetime, transaction_ids: Sequence[str]) -> int:
+    """``scheduled`` rows of ``transaction_ids`` (the provider lists them cancelled) whose time has passed
+    -> ``expired`` (``cancelled``), as a cancel writes them, never billed; how many."""
+    moved = _settle_unsent(conn, now, transaction_ids, "expired", "cancelled")
+    if moved:
+        log.info("scheduled rows the provider lists cancelled: expired rows=%d transactions=%d",
+                 moved, len(transaction_ids))
+    return moved
+
+
+def _settle_unsent(conn: psycopg.Connection, now: datetime, transaction_ids: Sequence[str], state: str,
+                   reason: str) -> int:
+    if not transaction_ids:
+        return 0
+    with conn.transaction():
+        return queries.scalar(conn, "campaign_settle_unsent", now=now, transaction_ids=list(transaction_ids),
+                              state=state, reason=reason)

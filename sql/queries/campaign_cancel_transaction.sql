@@ -1,7 +1,7 @@
 -- After the provider deleted a transaction's schedule: its rows of the
 -- campaign, scheduled -> expired, reason cancelled. Never billed (nothing
 -- was sent; submitted_at and cost stay empty). Guarded by the state: the
--- worker's promotion (campaign_promote.sql, campaign_promote_unsent.sql) is
+-- worker's promotion (campaign_promote.sql, campaign_settle_unsent.sql) is
 -- conditional on `scheduled` too, so whichever commits first wins the row and
 -- the other, re-checking the row it waited for, leaves it: a row is never
 -- both cancelled and promoted (and the provider, which deleted this

@@ -63,6 +63,17 @@ def _rows(world, recipients: list[str]) -> list[dict]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
+
+def _assert_found_and_billed(world, recipients, sent_at) -> None:
+    """Each row matched to its own msgId by reconstruction, moved on from unknown, billed at ``sent_at``."""
+    for row in _rows(world, recipients):
+        msg_id = world.msg_id_of(row["recipient"])
+        assert (row["provider_message_id"], row["correlation_result"], row["correlation_evidence"]) == (
+            msg_id, "matched", "reconstruction")
+        assert row["state"] == world.expected_state(msg_id, world.clock.now()) != "unknown"
+        assert row["state_reason"] != "not_submitted"
+        assert (row["submitted_at"], row["billable_units"], row["cost"]) == (sent_at, 1, Decimal("0.0079"))
+
 def test_a_handed_over_unknown_row_is_proved_or_matched_by_its_scheduled_days_report(world):
     hand_over = world.day
     due = hand_over + timedelta(days=2)
@@ -137,14 +148,7 @@ def test_a_handed_over_row_sent_20_minutes_late_is_matched_and_an_ordinary_row_2
     # S's complete report shows the campaign 20 minutes after its time: matched, billed then, never proved.
     world.move_to(world.at(due + timedelta(days=2), 2, 30))
     _reconcile(world)
-    for row in _rows(world, late):
-        msg_id = world.msg_id_of(row["recipient"])
-        assert (row["provider_message_id"], row["correlation_result"], row["correlation_evidence"]) == (
-            msg_id, "matched", "reconstruction")
-        assert row["state"] == world.expected_state(msg_id, world.clock.now()) != "unknown"
-        assert row["state_reason"] != "not_submitted"
-        assert (row["submitted_at"], row["billable_units"], row["cost"]) == (
-            world.at(due, 15, 20), 1, Decimal("0.0079"))
+    _assert_found_and_billed(world, late, world.at(due, 15, 20))
 
 
 def test_two_late_campaigns_to_one_number_within_the_spread_are_ambiguous_never_guessed(world):
@@ -209,14 +213,7 @@ def test_a_handed_over_row_sent_after_midnight_waits_for_the_following_days_reco
     for run_day in (due + timedelta(days=3), due + timedelta(days=4)):
         world.move_to(world.at(run_day, 2, 30))
         _reconcile(world)
-        for row in _rows(world, after_midnight):
-            msg_id = world.msg_id_of(row["recipient"])
-            assert (row["provider_message_id"], row["correlation_result"], row["correlation_evidence"]) == (
-                msg_id, "matched", "reconstruction")
-            assert row["state"] == world.expected_state(msg_id, world.clock.now()) != "unknown"
-            assert row["state_reason"] != "not_submitted"
-            assert (row["submitted_at"], row["billable_units"], row["cost"]) == (
-                world.at(due + timedelta(days=1), 1), 1, Decimal("0.0079"))
+        _assert_found_and_billed(world, after_midnight, world.at(due + timedelta(days=1), 1))
         window_ms = {w for (w,) in world.conn.execute(
             "SELECT correlation_window_ms FROM msg.outbound_message WHERE recipient = ANY(%s)", (after_midnight,))}
         assert window_ms == {SPREAD // timedelta(milliseconds=1)}  # how far reconstruction looked for them
