@@ -32,8 +32,19 @@ pytest_plugins = [
 _DB_FIXTURES = {"pg_admin_url", "template_db", "db_url", "second_db_url", "db", "blank_db", "settings"}
 
 
+def _start_rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("e2e") or item.get_closest_marker("browser"):
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that touches a real database, so CI can re-run them on another server."""
+    """Mark every test that touches a real database, so CI can re-run them on another server.
+
+    The longest tests go first (stable within each rank): started last, one of
+    them would run alone on one worker after the other has finished.
+    """
     for item in items:
         if _DB_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.db)
+    items.sort(key=_start_rank)

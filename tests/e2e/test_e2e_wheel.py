@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# Both tests use the module's one wheel: one worker builds it (xdist --dist loadgroup).
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("test_e2e_wheel")]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Top-level entries a build never needs (and some large ones).

@@ -38,7 +38,8 @@ from sms_pipeline.orchestration.asset_keys import PROVIDER_SUMMARY
 from sms_pipeline.orchestration.resources import build_resources
 from sms_pipeline.orchestration.schedules import DAILY_SELECTION
 
-pytestmark = pytest.mark.slow
+# One worker builds the module's scenario once (xdist --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_marts_campaign_daily")]
 
 D = date(2026, 3, 10)
 IST_10_00 = datetime(2026, 3, 10, 4, 30, tzinfo=UTC)

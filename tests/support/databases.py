@@ -26,11 +26,25 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _TEMPLATE_LOCK = 0x5A5_0002
 
 
+# The embedded test server holds nothing that must survive a power cut: it
+# skips the flushes that make a commit durable (a test's commit then costs
+# what its work costs, not a disk flush). Never set on an external server.
+_THROWAWAY_SERVER_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
 def _admin_url() -> str:
     external = os.environ.get("SMS_PIPELINE_TEST_DATABASE_URL")
     if external:
         return connection.with_database(external, "postgres")
-    return embedded.ensure_running(PROJECT_ROOT / ".sms-pipeline-test")
+    url = embedded.ensure_running(PROJECT_ROOT / ".sms-pipeline-test")
+    with connection.connect_url(url, autocommit=True) as admin:
+        current = dict(admin.execute(
+            "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)", (list(_THROWAWAY_SERVER_SETTINGS),)))
+        if current != _THROWAWAY_SERVER_SETTINGS:
+            for name, value in _THROWAWAY_SERVER_SETTINGS.items():
+                admin.execute(f"ALTER SYSTEM SET {name} = {value}")
+            admin.execute("SELECT pg_reload_conf()")
+    return url
 
 
 @pytest.fixture(scope="session")
@@ -112,6 +126,9 @@ def scratch_database(admin_url: str, template: str, prefix: str = "sms_test") ->
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     with connection.connect_url(admin_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+        # A test database is thrown away: its commits need not wait for the disk,
+        # on any server (a setting of this database only, not of the server).
+        admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
     try:
         yield connection.with_database(admin_url, name)
     finally:
