@@ -5,9 +5,10 @@ becomes ``failed`` / ``not_submitted`` (unbilled, replayable by an operator)
 only when absence is proof: its attempt lies in provider day D, D's day
 report was downloaded after D closed plus the grace (the provider lists
 every message submitted on D in that file), and no correlation pass found
-anything for the row. The neighbouring days' reports must be loaded as well:
-a row can be filed in the neighbouring day's file (docs/receipt-cases.md#case-20), and it
-only counts as found once that file's events are stored.
+anything for the row. The neighbouring days' reports must be loaded and
+reconciled since they were loaded: a row can be filed in the neighbouring
+day's file (docs/receipt-cases.md#case-20), and only that day's own pass
+matches its lines (the neighbour's pass then retries this day's proof).
 
 A handed-over row (a provider-side campaign's, scheduled_for > claimed_at)
 may be sent up to the campaign send spread after its time, on a later day:
@@ -65,6 +66,8 @@ def _evidence(
     elif loaded[day] < day_end + grace:
         missing.append(f"day report {day} downloaded before {(day_end + grace).isoformat()} (close + grace)")
     missing += [f"neighbouring day report {d} not loaded" for d in neighbours if d not in loaded]
+    missing += [f"neighbouring day report {d} not reconciled since it was loaded"
+                for d in neighbours if d in loaded and d not in reconciled]
     complete_until = day_end
     for d in following:
         _, end = day_bounds(d, provider_timezone)

@@ -48,7 +48,9 @@ class ReconcileResult:
     orphans: Orphans
     non_submission: NonSubmission
     duration_s: float
-    resent_after_proof: int = 0  # proved-unsent rows superseded by a new attempt
+    resent_after_proof: int = 0  # proved-unsent rows superseded by a new attempt (this day's and neighbours')
+    # Rows of the neighbouring days proved once this day's report counted as reconciled.
+    neighbours_proved: int = 0
 
     @property
     def unknown_resolved(self) -> int:
@@ -76,6 +78,7 @@ class ReconcileResult:
             "orphans_opened": self.orphans.opened,
             "orphans_resolved": self.orphans.resolved,
             "not_submitted_proved": self.non_submission.proved,
+            "not_submitted_proved_on_neighbour_days": self.neighbours_proved,
             "resent_after_proof": self.resent_after_proof,
             "non_submission_evidence_missing": list(self.non_submission.missing),
             "duration_s": round(self.duration_s, 3),
@@ -97,7 +100,8 @@ def reconcile_day(
     campaign_send_spread_s: int,
 ) -> ReconcileResult:
     """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
-    re-send what was proved never submitted, record the day's loaded report as reconciled; commits.
+    re-send what was proved never submitted, record the day's loaded report as reconciled, then prove
+    (and re-send) what the neighbouring days could not prove before it was; commits.
 
     Provider-side campaign rows whose time has passed and whose transaction
     the day's report shows sent become ``submitted`` first (billed at their
@@ -131,21 +135,32 @@ def reconcile_day(
         applied = apply_receipts(conn, window=window, spread=spread, provider_timezone=tz, now=now)
         store_new_receipts(conn, receipts, now)
         orphans = settle_orphans(conn, now=now)
-        proof = prove_non_submission(
-            conn, day=day, now=now, provider_timezone=tz, non_submission_grace_h=non_submission_grace_h,
-            partition_start=partition_start, spread=spread,
-        )
-        resent = 0
-        if proof.report_complete:
-            resent = resend_after_proof(
-                conn, day_start=day_start, day_end=day_end, now=now, classes=resend_after_proof_classes,
+        def prove_and_resend(proof_day: date) -> tuple[NonSubmission, int]:
+            proof = prove_non_submission(
+                conn, day=proof_day, now=now, provider_timezone=tz, non_submission_grace_h=non_submission_grace_h,
+                partition_start=partition_start, spread=spread,
+            )
+            if not proof.report_complete:
+                return proof, 0
+            start, end = day_bounds(proof_day, tz)
+            return proof, resend_after_proof(
+                conn, day_start=start, day_end=end, now=now, classes=resend_after_proof_classes,
                 max_age_h=resend_max_age_h, send_window=timedelta(hours=max_send_delay_h),
             )
-        # The day's loaded lines are now matched: a following day's proof may count this report (V82).
+
+        proof, resent = prove_and_resend(day)
+        # The day's loaded lines are now matched: its neighbours' proofs may count this report (V82). In a
+        # range run (days ascending) D's proof waits for D + 1's pass, which proves D here, in the same run.
         queries.run(conn, "reconcile_report_reconciled", report_date=day, now=now)
-    if proof.proved or resent:
-        log.info("reconciled day=%s not_submitted_proved=%d resent_after_proof=%d",
-                 day.isoformat(), proof.proved, resent)
+        neighbours_proved = 0
+        for neighbour in (day - timedelta(days=1), day + timedelta(days=1)):
+            if neighbour >= partition_start:
+                neighbour_proof, neighbour_resent = prove_and_resend(neighbour)
+                neighbours_proved += neighbour_proof.proved
+                resent += neighbour_resent
+    if proof.proved or neighbours_proved or resent:
+        log.info("reconciled day=%s not_submitted_proved=%d on_neighbour_days=%d resent_after_proof=%d",
+                 day.isoformat(), proof.proved, neighbours_proved, resent)
     return ReconcileResult(
         day=day,
         receipts=receipts,
@@ -155,4 +170,5 @@ def reconcile_day(
         non_submission=proof,
         duration_s=time.perf_counter() - started,
         resent_after_proof=resent,
+        neighbours_proved=neighbours_proved,
     )

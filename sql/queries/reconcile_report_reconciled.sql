@@ -1,9 +1,8 @@
 -- Record that day D's loaded report has been reconciled (at the end of
 -- reconcile_day(D), in its transaction, with the reconciliation's clock): a
--- following day counts toward a handed-over row's proof only once its
--- complete report's lines are matched (V82,
--- docs/design.md#proof-of-non-submission). Nothing when D's report is not
--- loaded.
+-- neighbouring day's report counts toward a proof only once its lines are
+-- matched (V82, docs/design.md#proof-of-non-submission). Nothing when D's
+-- report is not loaded.
 -- Parameters: report_date, now. Returns nothing.
 UPDATE dlr.report_checkpoints
    SET reconciled_at = %(now)s::timestamptz

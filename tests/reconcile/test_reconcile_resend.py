@@ -270,3 +270,42 @@ def test_a_campaign_row_proved_unsent_is_never_resent_automatically(world):
     row = world.row(in_campaign)
     assert (row["state"], row["state_reason"]) == ("failed", "not_submitted")
     assert len(_chain(world, in_campaign)) == 1
+
+
+def test_a_lost_answer_filed_in_the_next_days_report_is_matched_there_never_proved_nor_sent_twice(db_url, tmp_path):
+    """Case 20 with a lost answer: the provider took the message (billed) and filed its line in D + 1's
+    report. In the run where D's report first counts as complete, D's pass comes before D + 1's: D's
+    proof waits for D + 1's pass, which finds the row; it is never proved unsent and never re-sent."""
+    today = local_date(datetime.now(UTC), ZoneInfo("Asia/Kolkata"))
+    for world in world_for(db_url, tmp_path, day=today - timedelta(days=4), faults={"neighbour_day": 1.0}):
+        world.move_to(world.at(world.day, 15))  # an afternoon row: filed in the next day's file
+        (recipient,) = numbers(1, start=70)
+        (key,) = world.send_ambiguous([recipient], "accept_then_drop")
+        assert world.row(key)["state"] == "unknown" and _billed(world)[recipient] == 1
+
+        world.move_to(world.at(world.day + timedelta(days=2), 2, 30))  # D complete, D + 1 loaded for the first time
+        assert _reconcile(world) == 0
+        row = world.row(key)
+        assert row["provider_message_id"] == world.msg_id_of(recipient)
+        assert row["state"] not in ("failed", "unknown") and row["state_reason"] != "not_submitted"
+        assert len(_chain(world, key)) == 1
+        _run_worker(world)
+        assert _billed(world)[recipient] == 1
+
+
+def test_a_day_whose_neighbours_are_reconciled_later_is_proved_by_their_pass(db_url, tmp_path):
+    """D's pass cannot prove while D + 1's loaded report is not reconciled; D + 1's own pass then proves D."""
+    today = local_date(datetime.now(UTC), ZoneInfo("Asia/Kolkata"))
+    for world in world_for(db_url, tmp_path, day=today - timedelta(days=4)):
+        d = world.day
+        keys = _ambiguous(world, numbers(2, start=80), "promotional")  # never billed, never re-sent
+        world.move_to(world.at(d + timedelta(days=2), 2, 30))
+        world.run_daily(d - timedelta(days=1), d + timedelta(days=1), reconcile=False)  # reports loaded only
+        world.run_daily(d - timedelta(days=1), d - timedelta(days=1), ingest=False)
+        world.run_daily(d, d, ingest=False)
+        assert {world.row(k)["state"] for k in keys} == {"unknown"}  # D + 1's lines not matched yet
+        result = world.run_daily(d + timedelta(days=1), d + timedelta(days=1), ingest=False)
+        assert {(world.row(k)["state"], world.row(k)["state_reason"]) for k in keys} == {("failed", "not_submitted")}
+        (meta,) = [e.materialization.metadata for e in result.get_asset_materialization_events()
+                   if e.materialization.asset_key == RECONCILIATION]
+        assert meta["not_submitted_proved_on_neighbour_days"].value == 2
