@@ -30,8 +30,9 @@ BEGIN
        OR NEW.business_key IS DISTINCT FROM OLD.business_key
        OR NEW.attempt_key IS DISTINCT FROM OLD.attempt_key
        OR NEW.created_at IS DISTINCT FROM OLD.created_at
-       OR NEW.campaign_id IS DISTINCT FROM OLD.campaign_id THEN
-        RAISE EXCEPTION 'msg.outbound_message id=%: tenant_id, business_key, attempt_key, created_at and campaign_id never change',
+       OR NEW.campaign_id IS DISTINCT FROM OLD.campaign_id
+       OR NEW.adopted_from IS DISTINCT FROM OLD.adopted_from THEN
+        RAISE EXCEPTION 'msg.outbound_message id=%: tenant_id, business_key, attempt_key, created_at, campaign_id and adopted_from never change',
                         OLD.id
               USING ERRCODE = 'check_violation', CONSTRAINT = 'outbound_message_identity_immutable',
                     TABLE = 'outbound_message', SCHEMA = 'msg';
@@ -129,7 +130,7 @@ CREATE OR REPLACE TRIGGER outbound_message_guard
                    OLD.billable_units, OLD.cost, OLD.cost_currency, OLD.correlation_result,
                    OLD.correlation_window_ms, OLD.message_fingerprint, OLD.provider_created_at,
                    OLD.correlation_evidence, OLD.body_length, OLD.body_redacted_at,
-                   OLD.campaign_id)
+                   OLD.campaign_id, OLD.adopted_from)
                    IS NOT DISTINCT FROM
                ROW(NEW.id, NEW.business_key, NEW.attempt_key, NEW.replaces_id, NEW.tenant_id, NEW.channel,
                    NEW.message_class, NEW.recipient, NEW.sender_id, NEW.body, NEW.encoding, NEW.segments,
@@ -141,5 +142,5 @@ CREATE OR REPLACE TRIGGER outbound_message_guard
                    NEW.billable_units, NEW.cost, NEW.cost_currency, NEW.correlation_result,
                    NEW.correlation_window_ms, NEW.message_fingerprint, NEW.provider_created_at,
                    NEW.correlation_evidence, NEW.body_length, NEW.body_redacted_at,
-                   NEW.campaign_id)))
+                   NEW.campaign_id, NEW.adopted_from)))
     EXECUTE FUNCTION msg.outbound_message_before_update();

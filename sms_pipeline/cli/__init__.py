@@ -27,6 +27,7 @@ COMMAND_MODULES = {
     "sms_pipeline.cli.report_cmds": ("report",),
     "sms_pipeline.cli.worker_cmds": ("enqueue", "rates", "worker", "messages"),
     "sms_pipeline.cli.campaign_cmds": ("campaigns",),
+    "sms_pipeline.cli.adopt_cmds": ("adopt",),
     "sms_pipeline.cli.receiver_cmds": ("receiver", "webhook"),
     "sms_pipeline.cli.metrics_cmds": ("metrics",),
     "sms_pipeline.cli.otp_cmds": ("otp",),

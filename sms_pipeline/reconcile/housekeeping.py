@@ -68,7 +68,7 @@ def run_upkeep(
     transaction.require_no_open_transaction(conn)
     now = clock.now()
     queue = send_queue_upkeep.run_upkeep(conn, now=now, lease=timedelta(seconds=claim_lease_s))
-    submitted_expired = expire_unconfirmed(conn, now, validity_h=validity_h)
+    submitted_expired = expire_unconfirmed(conn, now, validity_h=validity_h, provider_timezone=provider_timezone)
     with conn.transaction():
         created = queries.record(conn, "reconcile_upkeep_partitions_ahead", now=now)
     with conn.transaction():
@@ -99,8 +99,10 @@ def retention_cutoffs(now: datetime, provider_timezone: ZoneInfo, *,
     }
 
 
-def expire_unconfirmed(conn: psycopg.Connection, now: datetime, *, validity_h: int) -> int:
-    """Only the validity sweep (``submitted`` past validity -> ``expired``); commits."""
+def expire_unconfirmed(conn: psycopg.Connection, now: datetime, *, validity_h: int,
+                       provider_timezone: ZoneInfo) -> int:
+    """Only the validity sweep (``submitted`` past validity -> ``expired``; an adopted row only once its
+    provider day is reconciled); commits."""
     transaction.require_no_open_transaction(conn)
     with conn.transaction():
         # Under the reconciliation's lock: a row expired between a reconciliation's
@@ -108,5 +110,5 @@ def expire_unconfirmed(conn: psycopg.Connection, now: datetime, *, validity_h: i
         transaction.lock(conn)
         return queries.scalar(
             conn, "reconcile_upkeep_expire_submitted",
-            submitted_before=now - timedelta(hours=validity_h), now=now,
+            submitted_before=now - timedelta(hours=validity_h), now=now, provider_timezone=provider_timezone.key,
         )  # fmt: skip

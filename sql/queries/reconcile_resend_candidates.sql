@@ -28,6 +28,7 @@ WITH RECURSIVE proved AS (
        AND m.created_at > %(created_after)s::timestamptz
        AND m.body IS NOT NULL
        AND m.campaign_id IS NULL
+       AND m.adopted_from IS NULL
 ),
 -- Earlier attempts of the re-sent ones (rare): back through replaces_id.
 ancestors AS (

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-# Both tests use the module's one wheel: one worker builds it (xdist --dist loadgroup).
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("test_e2e_wheel")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Top-level entries a build never needs (and some large ones).

@@ -38,8 +38,7 @@ from sms_pipeline.orchestration.asset_keys import PROVIDER_SUMMARY
 from sms_pipeline.orchestration.resources import build_resources
 from sms_pipeline.orchestration.schedules import DAILY_SELECTION
 
-# One worker builds the module's scenario once (xdist --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_marts_campaign_daily")]
+pytestmark = pytest.mark.slow
 
 D = date(2026, 3, 10)
 IST_10_00 = datetime(2026, 3, 10, 4, 30, tzinfo=UTC)

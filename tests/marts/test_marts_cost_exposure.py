@@ -39,8 +39,7 @@ from sms_pipeline.orchestration.asset_keys import COST_DAILY, PROVIDER_SUMMARY
 from sms_pipeline.orchestration.resources import build_resources
 from sms_pipeline.orchestration.schedules import DAILY_SELECTION
 
-# One worker builds the module's scenario once (xdist --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_marts_cost_exposure")]
+pytestmark = pytest.mark.slow
 
 D = date(2026, 3, 10)
 TENANT = "acme-finance-and-operations-india-private-limited"

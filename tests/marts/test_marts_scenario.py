@@ -44,9 +44,8 @@ from sms_pipeline.marts.dbt_env import dbt_env_for_url, dbt_environment
 from sms_pipeline.marts.project import dbt_cli
 from sms_pipeline.marts.provider_summary import SenderSummary, store_summary
 
-# One worker builds the module's scenario once (xdist --dist loadgroup). Every dbt model is built here,
-# so the external-server pass keeps it.
-pytestmark = [pytest.mark.slow, pytest.mark.every_server, pytest.mark.xdist_group("test_marts_scenario")]
+# Every dbt model is built here, so the external-server pass keeps this module.
+pytestmark = [pytest.mark.slow, pytest.mark.every_server]
 
 D = date(2026, 3, 10)
 IST_10_00 = datetime(2026, 3, 10, 4, 30, tzinfo=UTC)  # 10:00 in Kolkata on D

@@ -36,8 +36,7 @@ from sms_pipeline.marts import tieout
 from sms_pipeline.marts.provider_summary import SenderSummary, store_summary
 from sms_pipeline.orchestration.marts_assets import TIEOUT_CHECK
 
-# One worker builds the module's scenario once (xdist --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_marts_tieout_buckets")]
+pytestmark = pytest.mark.slow
 
 D = date(2026, 5, 20)
 D1, D2, D3, D4 = (D + timedelta(days=n) for n in (1, 2, 3, 4))

@@ -1,0 +1,69 @@
+"""The legacy database, read only: its sends table in primary-key order."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime
+
+import psycopg
+from psycopg import sql
+
+from sms_pipeline.adopt.mapping import ColumnMap, LegacyRow
+from sms_pipeline.db import connection, queries
+from sms_pipeline.errors import UserError
+
+log = logging.getLogger(__name__)
+
+# What a wrong table or column name, or a column of a type the adoption cannot read, raises.
+_MAPPING_ERRORS = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn, psycopg.errors.CannotCoerce,
+                   psycopg.errors.InvalidTextRepresentation, psycopg.errors.DatatypeMismatch)
+
+
+def connect(dsn: str) -> psycopg.Connection:
+    """A session on the legacy database in which every transaction is read only."""
+    try:
+        conn = connection.connect_url(dsn, autocommit=True)
+    except psycopg.ProgrammingError:  # a malformed DSN: psycopg's message may quote it, password and all
+        log.debug("bad legacy DSN", exc_info=True)
+        raise UserError(f"--from-url is not a database URL: {connection.redact(dsn)}") from None
+    queries.run(conn, "adopt_source_read_only")
+    return conn
+
+
+def _identifiers(columns: ColumnMap) -> dict[str, sql.Composable]:
+    names = {ours: sql.Identifier(theirs) for ours, theirs in columns.columns().items()}
+    names.setdefault("event", sql.SQL("NULL"))
+    names["table"] = sql.Identifier(*columns.table.split("."))
+    return names
+
+
+def read_batch(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None, since: datetime | None,
+               limit: int) -> list[LegacyRow]:
+    """The next ``limit`` rows after ``after_id`` (created at or after ``since``), by primary key."""
+    try:
+        found = queries.run(conn, "adopt_source_rows", identifiers=_identifiers(columns), after_id=after_id,
+                            since=since, limit=limit).fetchall()
+    except _MAPPING_ERRORS as exc:
+        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
+    return [LegacyRow(*row) for row in found]
+
+
+def count(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None, since: datetime | None) -> int:
+    """How many rows :func:`batches` will read."""
+    try:
+        return queries.scalar(conn, "adopt_source_count", identifiers=_identifiers(columns), after_id=after_id,
+                              since=since)
+    except _MAPPING_ERRORS as exc:
+        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
+
+
+def batches(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None, since: datetime | None,
+            size: int) -> Iterator[list[LegacyRow]]:
+    """Every row after ``after_id``, ``size`` at a time (each batch one short read)."""
+    while True:
+        rows = read_batch(conn, columns, after_id=after_id, since=since, limit=size)
+        if not rows:
+            return
+        yield rows
+        after_id = rows[-1].id
