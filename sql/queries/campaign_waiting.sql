@@ -10,6 +10,6 @@ SELECT state::text, scheduled_for, count(*) AS messages
   FROM msg.outbound_message
  WHERE campaign_id = %(campaign_id)s
    AND (queue_state IN ('pending', 'claimed', 'scheduled')  -- sending reads as claimed
-        OR (queue_state = 'unknown' AND scheduled_for > claimed_at))
+        OR (queue_state = 'unknown' AND msg.handed_over(claimed_at, scheduled_for)))
  GROUP BY state, scheduled_for
  ORDER BY scheduled_for, state

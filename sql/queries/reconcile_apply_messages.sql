@@ -30,7 +30,7 @@ moved AS (
            correlation_result = 'matched',
            correlation_evidence = COALESCE(m.correlation_evidence, t.evidence),
            correlation_window_ms = CASE WHEN t.pass IS DISTINCT FROM 3 THEN m.correlation_window_ms
-                                        WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END,
+                                        WHEN msg.handed_over(m.claimed_at, m.scheduled_for) THEN %(spread_ms)s ELSE %(window_ms)s END,
            final_status = COALESCE(t.applied_word, m.final_status),
            provider_cause = CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
            delivered_at = COALESCE(t.applied_delivered_at, m.delivered_at),
@@ -49,7 +49,7 @@ moved AS (
             'matched'::msg.correlation_result,
             COALESCE(m.correlation_evidence, t.evidence),
             CASE WHEN t.pass IS DISTINCT FROM 3 THEN m.correlation_window_ms
-                 WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END,
+                 WHEN msg.handed_over(m.claimed_at, m.scheduled_for) THEN %(spread_ms)s ELSE %(window_ms)s END,
             COALESCE(t.applied_word, m.final_status),
             CASE WHEN t.applies THEN t.applied_cause ELSE m.provider_cause END,
             COALESCE(t.applied_delivered_at, m.delivered_at),

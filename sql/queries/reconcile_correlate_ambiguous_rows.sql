@@ -14,7 +14,7 @@ changed AS (
     UPDATE msg.outbound_message m
        SET correlation_result = 'ambiguous',
            correlation_window_ms = CASE WHEN a.by_reconstruction IS NOT TRUE THEN m.correlation_window_ms
-                                        WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END,
+                                        WHEN msg.handed_over(m.claimed_at, m.scheduled_for) THEN %(spread_ms)s ELSE %(window_ms)s END,
            reconciled_at = %(now)s::timestamptz,
            updated_at = %(now)s::timestamptz
       FROM ambiguous a
@@ -23,7 +23,7 @@ changed AS (
        AND (m.correlation_result, m.correlation_window_ms)
            IS DISTINCT FROM ('ambiguous'::msg.correlation_result,
                              CASE WHEN a.by_reconstruction IS NOT TRUE THEN m.correlation_window_ms
-                                  WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s ELSE %(window_ms)s END)
+                                  WHEN msg.handed_over(m.claimed_at, m.scheduled_for) THEN %(spread_ms)s ELSE %(window_ms)s END)
     RETURNING 1
 )
 SELECT count(*) FROM changed

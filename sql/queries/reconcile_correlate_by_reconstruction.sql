@@ -45,10 +45,10 @@ WITH candidates AS (
                 BETWEEN u.submit_at - %(window)s::interval AND u.submit_at + %(window)s::interval
             OR msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
                 BETWEEN u.alt_submit_at - %(window)s::interval AND u.alt_submit_at + %(window)s::interval
-            OR m.scheduled_for > m.claimed_at
+            OR msg.handed_over(m.claimed_at, m.scheduled_for)
                AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
                    BETWEEN u.submit_at - %(spread)s::interval AND u.submit_at + %(window)s::interval
-            OR m.scheduled_for > m.claimed_at
+            OR msg.handed_over(m.claimed_at, m.scheduled_for)
                AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
                    BETWEEN u.alt_submit_at - %(spread)s::interval AND u.alt_submit_at + %(window)s::interval)
      WHERE m.provider_txn_id IS NULL

@@ -10,7 +10,7 @@ WITH changed AS (
     UPDATE msg.outbound_message m
        SET correlation_result = 'not_found',
            correlation_window_ms = CASE WHEN m.provider_txn_id IS NOT NULL THEN m.correlation_window_ms
-                                        WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s
+                                        WHEN msg.handed_over(m.claimed_at, m.scheduled_for) THEN %(spread_ms)s
                                         ELSE %(window_ms)s END,
            reconciled_at = %(now)s::timestamptz,
            updated_at = %(now)s::timestamptz
@@ -23,7 +23,7 @@ WITH changed AS (
        AND (m.correlation_result, m.correlation_window_ms)
            IS DISTINCT FROM ('not_found'::msg.correlation_result,
                              CASE WHEN m.provider_txn_id IS NOT NULL THEN m.correlation_window_ms
-                                  WHEN m.scheduled_for > m.claimed_at THEN %(spread_ms)s
+                                  WHEN msg.handed_over(m.claimed_at, m.scheduled_for) THEN %(spread_ms)s
                                   ELSE %(window_ms)s END)
     RETURNING 1
 )

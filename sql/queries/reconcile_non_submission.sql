@@ -22,7 +22,7 @@ WITH moved AS (
        AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) >= %(day_start)s::timestamptz
        AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) < %(day_end)s::timestamptz
        AND m.correlation_result = 'not_found'
-       AND ((m.scheduled_for > m.claimed_at) IS NOT TRUE
+       AND (msg.handed_over(m.claimed_at, m.scheduled_for) IS NOT TRUE
             OR msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) + %(spread)s::interval
                 < %(complete_until)s::timestamptz)
        AND m.provider_message_id IS NULL
