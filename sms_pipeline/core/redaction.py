@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import re
 
-_CREDENTIAL_IN_TEXT = re.compile(r"(?i)\b(password|apikey)=[^&\s\"']*")
+# A value runs to the next '&' or blank, or is libpq's quoted form ('s3 cret', with \' and \\ escapes; an
+# unterminated quote runs to the end); libpq also allows blanks around '='.
+_CREDENTIAL_IN_TEXT = re.compile(r"(?i)\b(password|apikey)\s*=\s*(?:'(?:[^'\\]|\\.)*'?|[^&\s\"']*)")
 
 
 def mask_credentials(text: str) -> str:

@@ -30,6 +30,11 @@ TEXT_KEY = {"SMS_PIPELINE_TEXT_HMAC_KEY": TEXT_HMAC_KEY}  # required with SMS_PI
     ("postgresql://[::1]:5432/sms", "postgresql://[::1]:5432/sms"),
     ("postgresql://h1:5432,h2:5433/sms", "postgresql://h1:5432,h2:5433/sms"),
     ("postgresql:///sms?host=/var/run/postgresql", "postgresql:///sms?host=/var/run/postgresql"),
+    # libpq's key=value form, its quoted values (blanks, escaped quotes) and blanks around '='
+    ("host=db password=hunter2 dbname=sms", "host=db password=*** dbname=sms"),
+    ("host=db password='hunter 2' dbname=sms", "host=db password=*** dbname=sms"),
+    ("host=db password = 'it\\'s hunter2' dbname=sms", "host=db password=*** dbname=sms"),
+    ("host=db dbname=sms password='hunter 2", "host=db dbname=sms password=***"),
 ])
 def test_a_url_is_shown_with_only_its_password_masked(url, shown):
     assert mask_url_password(url) == shown == connection.redact(url)
