@@ -7,7 +7,12 @@ recorded send into an outbox table beside the legacy table
 (:func:`sms_pipeline.adopt.backfill.adopt_legacy_rows`: never ``pending``,
 so our worker never re-sends what the old sender sent). A batch is adopted
 and committed here first, then deleted there: a crash between the two
-re-reads the batch, and the adoption, idempotent, inserts nothing twice.
+re-reads the batch, and the adoption, idempotent, inserts nothing twice. A
+legacy row recorded again after its adoption (its answer stored in a second
+statement, or the row sent again) is checked against what was adopted: an
+``unknown`` row that now has a usable transaction id becomes ``submitted``;
+another id is a second billed send, reported (sync, verify) and never
+adopted silently.
 
 :func:`compare` checks both sides day by day before the cutover, and
 :func:`cutover_steps` lists what still stands in the way of it; the legacy
@@ -30,16 +35,15 @@ from zoneinfo import ZoneInfo
 import psycopg
 from psycopg import sql
 
-from sms_pipeline.adopt import backfill, responses
-from sms_pipeline.adopt.legacy import batches as legacy_batches
+from sms_pipeline.adopt import backfill, legacy, responses
 from sms_pipeline.adopt.mapping import ColumnMap, LegacyRow
-from sms_pipeline.core import msisdn, provider_time, segments
+from sms_pipeline.adopt.responses import Outcome
+from sms_pipeline.core import provider_time, segments
 from sms_pipeline.core.clock import Clock
-from sms_pipeline.core.input_lines import InvalidField, text_problem
+from sms_pipeline.core.input_lines import InvalidField
 from sms_pipeline.db import queries
 from sms_pipeline.errors import UserError
 from sms_pipeline.intake import messages as intake
-from sms_pipeline.provider.normalise import NUMBER_REGION
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +53,17 @@ _TRIGGER_COLUMNS = ("id", "phone", "message", "sent", "response", "created_at", 
 _INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
 # Legacy rows read per round trip when a whole table is scanned (verify, unsent).
 _SCAN_ROWS = 5_000
+# More recorded sends than this waiting in the outbox: sync is falling behind the old sender.
+BACKLOG_WARNING = 10_000
+INSTALL_LOCK_TIMEOUT = "5s"
 
 
 class LegacyTableMissing(UserError):
     """The legacy table (or the outbox) is not in the legacy database."""
+
+
+class LegacyTableBusy(UserError):
+    """The installation could not lock the legacy table in time (a long transaction holds it)."""
 
 
 def table_name(columns: ColumnMap) -> sql.Identifier:
@@ -87,25 +98,38 @@ def _outbox_exists(legacy_conn: psycopg.Connection) -> bool:
 
 # ----- install / remove --------------------------------------------------------
 
-def install_trigger(legacy_conn: psycopg.Connection, columns: ColumnMap) -> None:
+def install_trigger(legacy_conn: psycopg.Connection, columns: ColumnMap, *,
+                    lock_timeout: str = INSTALL_LOCK_TIMEOUT) -> None:
     """The outbox, the capture function and the trigger on the legacy table, in one transaction.
 
     Re-running replaces the function and the trigger (a changed map takes effect), and keeps the outbox.
+    A lock not granted within ``lock_timeout`` gives up (:class:`LegacyTableBusy`): waiting longer would
+    hold the old sender's writes in the queue behind the installation.
     """
     table = table_name(columns)
     mapped = columns.columns()
     arguments = sql.SQL(", ").join(sql.Literal(mapped.get(name, "")) for name in _TRIGGER_COLUMNS)
-    with legacy_conn.transaction():
-        _require_table(legacy_conn, columns)
-        _check_columns(legacy_conn, columns)
-        queries.run(legacy_conn, "adopt_legacy_outbox_create")
-        queries.run(legacy_conn, "adopt_legacy_outbox_index")
-        queries.run(legacy_conn, "adopt_legacy_capture_function")
-        queries.run(legacy_conn, "adopt_legacy_trigger_drop", identifiers={"table": table})
-        queries.run(legacy_conn, "adopt_legacy_trigger_create", identifiers={
-            "table": table, "sent": sql.Identifier(columns.sent), "response": sql.Identifier(columns.response),
-            "columns": arguments})
+    try:
+        with legacy_conn.transaction():
+            _install(legacy_conn, columns, table, arguments, lock_timeout)
+    except psycopg.errors.LockNotAvailable:
+        log.info("adopt: install-trigger gave up waiting for a lock on %s", columns.table, exc_info=True)
+        raise LegacyTableBusy(f"the legacy table {columns.table} is busy; retry") from None
     log.info("adopt: dual-write trigger installed on %s", columns.table)
+
+
+def _install(legacy_conn: psycopg.Connection, columns: ColumnMap, table: sql.Identifier,
+             arguments: sql.Composable, lock_timeout: str) -> None:
+    queries.run(legacy_conn, "adopt_legacy_lock_timeout", lock_timeout=lock_timeout)
+    _require_table(legacy_conn, columns)
+    _check_columns(legacy_conn, columns)
+    queries.run(legacy_conn, "adopt_legacy_outbox_create")
+    queries.run(legacy_conn, "adopt_legacy_outbox_index")
+    queries.run(legacy_conn, "adopt_legacy_capture_function")
+    queries.run(legacy_conn, "adopt_legacy_trigger_drop", identifiers={"table": table})
+    queries.run(legacy_conn, "adopt_legacy_trigger_create", identifiers={
+        "table": table, "sent": sql.Identifier(columns.sent), "response": sql.Identifier(columns.response),
+        "columns": arguments})
 
 
 def trigger_installed(legacy_conn: psycopg.Connection, columns: ColumnMap) -> bool:
@@ -125,20 +149,41 @@ def remove_trigger(legacy_conn: psycopg.Connection, columns: ColumnMap) -> bool:
 # ----- sync --------------------------------------------------------------------
 
 @dataclass
+class LaterSends:
+    """What the entries recorded after a legacy row's adopted one did (recipients, except ``sent_again``)."""
+
+    upgraded: int = 0  # unknown -> submitted with the id that arrived later
+    unpriced: int = 0  # of those, without a rate-card price (cost NULL)
+    left_unknown: int = 0  # the later answer rejects them: unknown -> rejected is not a legal move
+    sent_again: list[int] = field(default_factory=list)  # legacy ids with another usable id: not adopted
+
+    def add(self, other: LaterSends) -> None:
+        self.upgraded += other.upgraded
+        self.unpriced += other.unpriced
+        self.left_unknown += other.left_unknown
+        self.sent_again.extend(other.sent_again)
+
+
+@dataclass
 class SyncTotals:
     """What :func:`sync` moved: legacy rows read from the outbox, and what the adoption made of them."""
 
     batches: int = 0
     legacy_rows: int = 0
     adopted: backfill.AdoptCounts = field(default_factory=backfill.AdoptCounts)
+    later: LaterSends = field(default_factory=LaterSends)
 
 
-def _outbox_rows(legacy_conn: psycopg.Connection, columns: ColumnMap, batch: int) -> list[tuple[int, LegacyRow]]:
-    """(outbox seq, legacy row as recorded) of the next batch."""
+def _outbox_rows(legacy_conn: psycopg.Connection, columns: ColumnMap,
+                 batch: int) -> dict[int, list[tuple[int, LegacyRow]]]:
+    """Legacy id -> its (outbox seq, legacy row as recorded) entries of the next batch, oldest first."""
     found = queries.run(legacy_conn, "adopt_legacy_outbox_batch", table=_table_text(legacy_conn, columns), batch=batch)
-    return [(seq, LegacyRow(id=legacy_id, phone=phone, message=message, sent=sent, response=response,
-                            created_at=created_at, event=event if columns.event else None))
-            for seq, legacy_id, phone, message, sent, response, created_at, event in found]
+    entries: dict[int, list[tuple[int, LegacyRow]]] = {}
+    for seq, legacy_id, phone, message, sent, response, created_at, event in found:
+        entries.setdefault(legacy_id, []).append((seq, LegacyRow(
+            id=legacy_id, phone=phone, message=message, sent=sent, response=response, created_at=created_at,
+            event=event if columns.event else None)))
+    return entries
 
 
 def outbox_waiting(legacy_conn: psycopg.Connection, columns: ColumnMap) -> int:
@@ -149,18 +194,111 @@ def outbox_waiting(legacy_conn: psycopg.Connection, columns: ColumnMap) -> int:
     return status["waiting"]
 
 
+def falling_behind(waiting: int) -> str | None:
+    """A warning when the outbox holds more than :data:`BACKLOG_WARNING` recorded sends."""
+    if waiting <= BACKLOG_WARNING:
+        return None
+    return (f"{waiting} recorded sends wait in {OUTBOX} (more than {BACKLOG_WARNING}): sync is falling behind "
+            "the old sender (a larger --batch, or a sync that runs continuously)")
+
+
+def _usable_id(row: LegacyRow) -> str | None:
+    """The row's usable transaction id, when the old sender sent it."""
+    if not responses.attempted(row.sent, row.response):
+        return None
+    return responses.parse_response(row.response).transaction_id
+
+
+def _billed_to(row: LegacyRow, recipients: list[str]) -> list[str]:
+    """Those of ``recipients`` (normalised) the row's answer bills under its transaction id."""
+    parsed = responses.parse_response(row.response)
+    return [r for r in recipients if responses.outcome(parsed, row.sent, row.response, r) is Outcome.submitted]
+
+
+def _to_adopt(entries: list[LegacyRow]) -> LegacyRow:
+    """The entry a legacy row is adopted from: its first with a usable id (a later different id is a second
+    send, reported, and verify sees it in the legacy table), else its latest."""
+    return next((row for row in entries if _usable_id(row) is not None), entries[-1])
+
+
+def _adopted_rows(ours: psycopg.Connection, tenant: str, table: str,
+                  rows: list[LegacyRow]) -> dict[str, list[tuple[str, str, str | None]]]:
+    """adopted_from -> (recipient, state, provider_txn_id) of the adopted rows of ``rows`` (entries of a legacy
+    row may repeat; ``table``: the canonical legacy table name the markers hold)."""
+    recipients = sorted({r for row in rows for r in backfill.adoptable_recipients(row)[0]})
+    found = queries.run(ours, "adopt_sync_adopted", tenant_id=tenant, recipients=recipients,
+                        adopted_froms=sorted({backfill.marker(table, row.id) for row in rows}))
+    held: dict[str, list[tuple[str, str, str | None]]] = {}
+    for adopted_from, recipient, state, txn in found:
+        held.setdefault(adopted_from, []).append((recipient, state, txn))
+    return held
+
+
+def settle_later_sends(ours: psycopg.Connection, options: backfill.AdoptOptions,
+                       entries: dict[int, list[LegacyRow]], *, now: datetime) -> LaterSends:
+    """Check the usable ids of each legacy row's entries (by legacy id, oldest first) against its adopted rows.
+
+    Adopted rows still ``unknown`` without an id take the first one (those the answer accepts become
+    ``submitted``, billed as the adoption bills); any other id not adopted is a second billed send, listed
+    in ``sent_again``. A legacy row with no adopted row (every recipient refused) is the backfill's report.
+    """
+    later = LaterSends()
+    with_ids = {legacy_id: [(row, txn) for row in rows if (txn := _usable_id(row)) is not None]
+                for legacy_id, rows in entries.items()}
+    with_ids = {legacy_id: found for legacy_id, found in with_ids.items() if found}
+    if not with_ids:
+        return later
+    held = _adopted_rows(ours, options.tenant, options.legacy_table,
+                         [row for legacy_id in with_ids for row in entries[legacy_id]])
+    upgrades: list[tuple[str, str, str]] = []
+    for legacy_id, found in with_ids.items():
+        adopted_from = backfill.marker(options.legacy_table, legacy_id)
+        mine = held.get(adopted_from, [])
+        if not mine:
+            continue
+        known = {txn for _, _, txn in mine if txn is not None}
+        waiting = [recipient for recipient, state, txn in mine if state == Outcome.unknown.value and txn is None]
+        for row, txn in found:
+            if txn in known:
+                continue
+            if not known and waiting:
+                billed = _billed_to(row, waiting)
+                upgrades.extend((adopted_from, recipient, txn) for recipient in billed)
+                parsed = responses.parse_response(row.response)
+                later.left_unknown += sum(responses.outcome(parsed, row.sent, row.response, r) is Outcome.rejected
+                                          for r in waiting)
+            elif _billed_to(row, [recipient for recipient, _, _ in mine]):
+                later.sent_again.append(legacy_id)
+            known.add(txn)  # one decision per id
+    if upgrades:
+        moved = queries.run(ours, "adopt_sync_upgrade", tenant_id=options.tenant,
+                            price_time_zone=options.price_time_zone, now=now,
+                            adopted_froms=[u[0] for u in upgrades], recipients=[u[1] for u in upgrades],
+                            transaction_ids=[u[2] for u in upgrades]).fetchall()
+        later.upgraded = len(moved)
+        later.unpriced = sum(unpriced for (unpriced,) in moved)
+    log.info("adopt sync: later sends upgraded=%d left_unknown=%d sent_again=%d", later.upgraded,
+             later.left_unknown, len(later.sent_again))
+    return later
+
+
 def sync_batch(ours: psycopg.Connection, legacy_conn: psycopg.Connection, columns: ColumnMap,
-               options: backfill.AdoptOptions, *, clock: Clock, batch: int) -> tuple[int, backfill.AdoptCounts]:
-    """Adopt the next outbox batch (committed on our side), then delete it there; (legacy rows, counts)."""
+               options: backfill.AdoptOptions, *, clock: Clock,
+               batch: int) -> tuple[int, backfill.AdoptCounts, LaterSends]:
+    """Adopt the next outbox batch (committed on our side), then delete it there; (legacy rows, counts,
+    what the later entries did)."""
     read = _outbox_rows(legacy_conn, columns, batch)
     if not read:
-        return 0, backfill.AdoptCounts()
+        return 0, backfill.AdoptCounts(), LaterSends()
+    rows = {legacy_id: [row for _, row in found] for legacy_id, found in read.items()}
     with ours.transaction():
-        counts = backfill.adopt_legacy_rows(ours, [row for _, row in read], options, now=clock.now())
+        now = clock.now()
+        counts = backfill.adopt_legacy_rows(ours, [_to_adopt(found) for found in rows.values()], options, now=now)
+        later = settle_later_sends(ours, options, rows, now=now)
     # Only after our commit: a crash before this line re-reads the batch, and the adoption inserts nothing twice.
     queries.run(legacy_conn, "adopt_legacy_outbox_delete", table=_table_text(legacy_conn, columns),
-                legacy_ids=[row.id for _, row in read], seqs=[seq for seq, _ in read])
-    return len(read), counts
+                legacy_ids=list(read), seqs=[found[-1][0] for found in read.values()])
+    return len(read), counts, later
 
 
 def sync(ours: psycopg.Connection, legacy_conn: psycopg.Connection, columns: ColumnMap,
@@ -179,12 +317,13 @@ def sync(ours: psycopg.Connection, legacy_conn: psycopg.Connection, columns: Col
                                  "first")
     totals = SyncTotals()
     while not stopped():
-        n, counts = sync_batch(ours, legacy_conn, columns, options, clock=clock, batch=batch)
+        n, counts, later = sync_batch(ours, legacy_conn, columns, options, clock=clock, batch=batch)
         if not n:
             break
         totals.batches += 1
         totals.legacy_rows += n
         totals.adopted.add(counts)
+        totals.later.add(later)
         if on_batch is not None:
             on_batch(n)
     return totals
@@ -208,85 +347,98 @@ class Figures:
 @dataclass(frozen=True)
 class DayComparison:
     """One provider-local day of both sides; ``refused``: legacy recipients the adoption refuses (shown, not
-    compared: the backfill names them)."""
+    compared: the backfill names them); ``not_adopted``: legacy ids whose stored transaction id no adopted
+    row holds (sent again, or answered after an adoption sync has not upgraded yet): a difference."""
 
     day: date
     legacy: Figures
     adopted: Figures
     refused: int = 0
+    not_adopted: tuple[int, ...] = ()
 
     @property
     def same(self) -> bool:
-        return self.legacy == self.adopted
+        return self.legacy == self.adopted and not self.not_adopted
+
+
+@dataclass
+class LegacySide:
+    """The legacy side of :func:`compare`, by provider-local day."""
+
+    figures: dict[date, Figures] = field(default_factory=dict)
+    refused: dict[date, int] = field(default_factory=dict)
+    not_adopted: dict[date, list[int]] = field(default_factory=dict)
 
 
 def _since_instant(since: date | None, tz: ZoneInfo) -> datetime | None:
     return None if since is None else provider_time.day_bounds(since, tz)[0]
 
 
-def legacy_rows(conn: psycopg.Connection, columns: ColumnMap, *, since: datetime | None,
-                sent: bool) -> Iterator[LegacyRow]:
-    """The legacy rows the old sender sent (``sent``) or never sent, created at ``since`` or later, by id.
-
-    "Sent" as the backfill reads it (:func:`sms_pipeline.adopt.responses.attempted`).
-    """
-    for rows in legacy_batches(conn, columns, after_id=None, since=since, size=_SCAN_ROWS):
-        yield from (row for row in rows if responses.attempted(row.sent, row.response) is sent)
+def _batches(conn: psycopg.Connection, columns: ColumnMap, *, since: datetime | None,
+             sent: bool) -> Iterator[list[LegacyRow]]:
+    """The legacy rows the old sender sent (``sent``) or never sent, created at ``since`` or later, by id, a
+    scan batch at a time. "Sent" as the backfill reads it (:func:`sms_pipeline.adopt.responses.attempted`)."""
+    for rows in legacy.batches(conn, columns, after_id=None, since=since, size=_SCAN_ROWS):
+        yield [row for row in rows if responses.attempted(row.sent, row.response) is sent]
 
 
-def adoptable(row: LegacyRow, region: str) -> tuple[int, int]:
-    """(recipients the adoption writes a row for, recipients it refuses) of a sent legacy row.
-
-    The adoption refuses a recipient whose number is not a mobile or whose
-    body cannot be stored (it counts and names them); verify compares what it
-    can adopt, and shows the refused apart.
-    """
-    numbers = [n for n in (row.phone or "").split(",") if n.strip()]
-    if not row.message or text_problem(row.message, allowed_controls=intake.BODY_CONTROLS) is not None:
-        return 0, max(len(numbers), 1)
-    good = 0
-    for number in numbers:
-        try:
-            msisdn.normalise_mobile(number, region)
-            good += 1
-        except msisdn.InvalidRecipient:
-            pass
-    return good, max(len(numbers), 1) - good
+def not_adopted(ours: psycopg.Connection, tenant: str, table: str, rows: list[LegacyRow]) -> list[int]:
+    """The legacy ids of ``rows`` (sent) whose usable id bills some of their adopted rows' recipients, yet
+    none of those rows holds it (a recipient the answer rejects is the day report's to settle)."""
+    with_ids = [row for row in rows if _usable_id(row) is not None]
+    if not with_ids:
+        return []
+    held = _adopted_rows(ours, tenant, table, with_ids)
+    missing = []
+    for row in with_ids:
+        mine = held.get(backfill.marker(table, row.id), [])
+        if _usable_id(row) not in {txn for _, _, txn in mine} and _billed_to(row, [r for r, _, _ in mine]):
+            missing.append(row.id)
+    return missing
 
 
-def legacy_figures(conn: psycopg.Connection, columns: ColumnMap, tz: ZoneInfo, *, since: date | None = None,
-                   region: str = NUMBER_REGION) -> tuple[dict[date, Figures], dict[date, int]]:
-    """The legacy side of :func:`compare`, by provider-local day of ``created_at``: what the adoption can
-    write of the sent legacy rows, and how many recipients it refuses."""
-    days: dict[date, Figures] = {}
-    refused: dict[date, int] = {}
-    for row in legacy_rows(conn, columns, since=_since_instant(since, tz), sent=True):
-        day = provider_time.local_date(row.created_at, tz)
-        good, bad = adoptable(row, region)
-        if bad:
-            refused[day] = refused.get(day, 0) + bad
-        if good:
-            units = good * segments.count_segments(row.message).segments
-            days[day] = days.get(day, Figures()) + Figures(1, good, units)
-    return days, refused
+def legacy_figures(ours: psycopg.Connection, legacy_conn: psycopg.Connection, tenant: str, columns: ColumnMap,
+                   tz: ZoneInfo, *, since: date | None = None) -> LegacySide:
+    """The legacy side of :func:`compare`, by provider-local day of ``created_at``: what the adoption writes
+    of the sent legacy rows (:func:`sms_pipeline.adopt.backfill.adoptable_recipients`, the backfill's own
+    judgement), how many recipients it refuses, and the rows whose transaction id was not adopted."""
+    side = LegacySide()
+    table = legacy.canonical_table(legacy_conn, columns.table)
+    for rows in _batches(legacy_conn, columns, since=_since_instant(since, tz), sent=True):
+        for row in rows:
+            if row.created_at is None:
+                continue  # refused on no day: the backfill names it
+            day = provider_time.local_date(row.created_at, tz)
+            written, refused = backfill.adoptable_recipients(row)
+            if refused:
+                side.refused[day] = side.refused.get(day, 0) + len(refused)
+            if written:
+                units = len(written) * segments.count_segments(row.message).segments
+                side.figures[day] = side.figures.get(day, Figures()) + Figures(1, len(written), units)
+        for legacy_id in not_adopted(ours, tenant, table, rows):
+            day = provider_time.local_date(next(r for r in rows if r.id == legacy_id).created_at, tz)
+            side.not_adopted.setdefault(day, []).append(legacy_id)
+    return side
 
 
-def adopted_figures(ours: psycopg.Connection, tenant: str, columns: ColumnMap, tz: ZoneInfo, *,
+def adopted_figures(ours: psycopg.Connection, tenant: str, table: str, tz: ZoneInfo, *,
                     since: date | None = None) -> dict[date, Figures]:
-    """Our side of :func:`compare`: the tenant's rows adopted from this legacy table, by provider-local day."""
-    found = queries.run(ours, "adopt_adopted_by_day", tenant_id=tenant,
-                        adopted_prefix=backfill.marker(columns.table, ""), timezone=tz.key,
-                        since=_since_instant(since, tz))
+    """Our side of :func:`compare`: the tenant's rows adopted from the legacy table (its canonical name), by
+    provider-local day."""
+    found = queries.run(ours, "adopt_adopted_by_day", tenant_id=tenant, adopted_prefix=backfill.marker(table, ""),
+                        timezone=tz.key, since=_since_instant(since, tz))
     return {day: Figures(messages, recipients, units) for day, messages, recipients, units in found}
 
 
 def compare(ours: psycopg.Connection, legacy_conn: psycopg.Connection, tenant: str, columns: ColumnMap,
             tz: ZoneInfo, *, since: date | None = None) -> list[DayComparison]:
     """Both sides, day by day (every day either side has), oldest first."""
-    theirs, refused = legacy_figures(legacy_conn, columns, tz, since=since)
-    mine = adopted_figures(ours, tenant, columns, tz, since=since)
-    return [DayComparison(day, theirs.get(day, Figures()), mine.get(day, Figures()), refused.get(day, 0))
-            for day in sorted(theirs.keys() | mine.keys() | refused.keys())]
+    theirs = legacy_figures(ours, legacy_conn, tenant, columns, tz, since=since)
+    mine = adopted_figures(ours, tenant, legacy.canonical_table(legacy_conn, columns.table), tz, since=since)
+    days = theirs.figures.keys() | mine.keys() | theirs.refused.keys() | theirs.not_adopted.keys()
+    return [DayComparison(day, theirs.figures.get(day, Figures()), mine.get(day, Figures()),
+                          theirs.refused.get(day, 0), tuple(theirs.not_adopted.get(day, ())))
+            for day in sorted(days)]
 
 
 # ----- cutover -----------------------------------------------------------------
@@ -361,7 +513,7 @@ def enqueue_unsent(ours: psycopg.Connection, legacy_conn: psycopg.Connection, co
             result.existing += not row.created
         batch.clear()
 
-    for row in legacy_rows(legacy_conn, columns, since=None, sent=False):
+    for row in (row for rows in _batches(legacy_conn, columns, since=None, sent=False) for row in rows):
         for number in [n for n in (row.phone or "").split(",") if n.strip()] or [""]:
             record = {"tenant_id": options.tenant, "event_type": options.event_type,
                       "event_id": backfill.event_id(options, row), "recipient": number, "body": row.message,

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import psycopg
 
 from sms_pipeline.adopt import legacy
+from sms_pipeline.adopt.backfill import adoptable_recipients
 from sms_pipeline.adopt.mapping import ColumnMap
-from sms_pipeline.adopt.responses import Outcome, Problem, attempted, outcome, parse_response
-from sms_pipeline.core import msisdn
+from sms_pipeline.adopt.responses import Outcome, attempted, outcome, parse_response
 
 BATCH = 5000
 
@@ -18,46 +18,47 @@ BATCH = 5000
 @dataclass
 class Inspection:
     legacy_rows: int = 0
-    recipients: Counter[str] = field(default_factory=Counter)  # Outcome value or "bad_number" -> recipients
+    recipients: Counter[str] = field(default_factory=Counter)  # Outcome value or "refused" -> recipients
     unsent_rows: int = 0
+    sent_flag_false_rows: int = 0  # sent = false but a usable id stored: adopted as sent
+    undated_rows: int = 0  # sent, created_at NULL: refused
     comma_lists: int = 0  # legacy rows with more than one number
     problems: Counter[str] = field(default_factory=Counter)  # Problem value -> sent legacy rows
-    duplicate_rows: int = 0  # sent legacy rows whose event an earlier sent row already had
-    duplicate_events: int = 0  # events sent more than once
+    mangled: int = 0  # sent legacy rows whose id lost digits on the way (ParsedResponse.mangled)
+    duplicate_recipients: int = 0  # recipients whose event + recipient (the business key) another row has too
+    duplicate_events: int = 0  # events with such recipients
     examples: dict[str, int] = field(default_factory=dict)  # Problem value -> a legacy id showing it
-
-    @property
-    def mangled(self) -> int:
-        return sum(self.problems[p] for p in (Problem.exponent, Problem.digits, Problem.float_rounded))
 
 
 def inspect_table(conn: psycopg.Connection, columns: ColumnMap) -> Inspection:
     """Read every legacy row once (by primary key, a batch at a time) and classify it as the backfill would."""
     found = Inspection()
-    events: Counter[str] = Counter()
+    keys: Counter[tuple[str, str]] = Counter()  # (event, recipient): the backfill's key, less what is fixed
     for rows in legacy.batches(conn, columns, after_id=None, since=None, size=BATCH):
         for row in rows:
             found.legacy_rows += 1
             if not attempted(row.sent, row.response):
                 found.unsent_rows += 1
                 continue
+            found.sent_flag_false_rows += row.sent is False
+            if row.created_at is None:
+                found.undated_rows += 1
+                continue
             parsed = parse_response(row.response)
             if parsed.problem is not None:
                 found.problems[parsed.problem.value] += 1
                 found.examples.setdefault(parsed.problem.value, row.id)
-            if row.event:
-                events[row.event] += 1
-            numbers = [n for n in (row.phone or "").split(",") if n.strip()] or [""]
-            found.comma_lists += len(numbers) > 1
-            for number in numbers:
-                try:
-                    recipient = msisdn.normalise_mobile(number)
-                except msisdn.InvalidRecipient:
-                    found.recipients["bad_number"] += 1
-                    continue
+            found.mangled += parsed.mangled
+            written, refused = adoptable_recipients(row)
+            found.comma_lists += len(written) + len(refused) > 1
+            found.recipients["refused"] += len(refused)
+            for recipient in written:
                 found.recipients[outcome(parsed, row.sent, row.response, recipient).value] += 1
-    found.duplicate_events = sum(1 for n in events.values() if n > 1)
-    found.duplicate_rows = sum(n - 1 for n in events.values() if n > 1)
+                if row.event:
+                    keys[(row.event, recipient)] += 1
+    repeated = {key: n for key, n in keys.items() if n > 1}
+    found.duplicate_recipients = sum(n - 1 for n in repeated.values())
+    found.duplicate_events = len({event for event, _ in repeated})
     for name in Outcome:
         found.recipients.setdefault(name.value, 0)
     return found

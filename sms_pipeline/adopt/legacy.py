@@ -31,6 +31,16 @@ def connect(dsn: str) -> psycopg.Connection:
     return conn
 
 
+def canonical_table(conn: psycopg.Connection, table: str) -> str:
+    """The legacy table ``table`` (``name`` or ``schema.name``) names, as ``schema.name`` (raw names): the one
+    spelling of its markers, event ids and checkpoint, however it was typed."""
+    typed = sql.Identifier(*table.split(".")).as_string(conn)
+    found = queries.scalar(conn, "adopt_source_table", table=typed)
+    if found is None:
+        raise UserError(f"no table {table} in the legacy database (see --table)")
+    return found
+
+
 def _identifiers(columns: ColumnMap) -> dict[str, sql.Composable]:
     names = {ours: sql.Identifier(theirs) for ours, theirs in columns.columns().items()}
     names.setdefault("event", sql.SQL("NULL"))
@@ -54,6 +64,16 @@ def count(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None,
     try:
         return queries.scalar(conn, "adopt_source_count", identifiers=_identifiers(columns), after_id=after_id,
                               since=since)
+    except _MAPPING_ERRORS as exc:
+        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
+
+
+def months(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None,
+           since: datetime | None) -> list[tuple[datetime, datetime]]:
+    """(UTC month start, earliest created_at in it) of the rows :func:`batches` will read."""
+    try:
+        return queries.run(conn, "adopt_source_months", identifiers=_identifiers(columns), after_id=after_id,
+                           since=since).fetchall()
     except _MAPPING_ERRORS as exc:
         raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
 

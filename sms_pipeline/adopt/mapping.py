@@ -29,7 +29,7 @@ class LegacyRow:
     message: str
     sent: bool | None
     response: str | None  # the provider's raw answer as the legacy sender stored it
-    created_at: datetime  # aware
+    created_at: datetime | None  # aware; None: the legacy column was NULL (the row is refused)
     event: str | None = None  # the business-event column, when mapped
 
 

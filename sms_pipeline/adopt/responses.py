@@ -42,9 +42,11 @@ class Problem(StrEnum):
 class ParsedResponse:
     transaction_id: str | None  # usable: the provider's id, as text, digit for digit
     problem: Problem | None  # why there is none (None when there is)
-    candidate: str | None  # the id-like text found, usable or not (evidence only, never correlated)
     invalid: frozenset[str]  # invalidMobile, normalised (E.164 digits)
     accepted: frozenset[str] | None  # mobile, normalised; None when the answer does not list them
+    # invalidMobile entries that are no phone number at all ("12345"), trimmed: such a legacy recipient is
+    # still rejected (stored as written), not dropped.
+    invalid_unreadable: frozenset[str] = frozenset()
 
     @property
     def mangled(self) -> bool:
@@ -67,53 +69,57 @@ def check_id(text: str) -> tuple[str | None, Problem | None]:
     return value, None
 
 
-def _numbers(value: object, region: str) -> frozenset[str]:
-    """A list field of the answer (comma-joined text, or a JSON array) as normalised numbers."""
+def _numbers(value: object, region: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A list field of the answer (comma-joined text, or a JSON array): (the normalised numbers, the
+    trimmed entries that are no number)."""
     items = value if isinstance(value, list) else str(value or "").split(LIST_SEPARATOR)
-    found = set()
+    found, unreadable = set(), set()
     for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
         try:
-            found.add(msisdn.normalise(str(item), region))
+            found.add(msisdn.normalise(text, region))
         except msisdn.InvalidRecipient:
-            continue  # no recipient of ours normalises to it either
-    return frozenset(found)
+            unreadable.add(text)
+    return frozenset(found), frozenset(unreadable)
 
 
 def _from_answer(answer: Mapping[str, object], region: str) -> ParsedResponse:
-    invalid = _numbers(answer.get(SEND_FIELDS["invalid"]), region)
+    invalid, invalid_unreadable = _numbers(answer.get(SEND_FIELDS["invalid"]), region)
     listed = answer.get(SEND_FIELDS["accepted"])
-    accepted = _numbers(listed, region) if listed not in (None, "", []) else None
+    accepted = _numbers(listed, region)[0] if listed not in (None, "", []) else None
     raw_id = answer.get(SEND_FIELDS["transaction_id"])
-    candidate = None if raw_id is None or isinstance(raw_id, (dict, list, bool)) else str(raw_id)
-    transaction_id, problem = check_id(candidate) if candidate is not None else (None, Problem.empty)
+    text_id = None if raw_id is None or isinstance(raw_id, (dict, list, bool)) else str(raw_id)
+    transaction_id, problem = check_id(text_id) if text_id is not None else (None, Problem.empty)
     status = answer.get(STATUS_KEY)
     if status is not None and str(status).lower() != SUCCESS_STATUS:
         transaction_id, problem = None, Problem.not_accepted
-    return ParsedResponse(transaction_id, problem, candidate, invalid, accepted)
+    return ParsedResponse(transaction_id, problem, invalid, accepted, invalid_unreadable)
 
 
 def parse_response(raw: str | None, region: str = NUMBER_REGION) -> ParsedResponse:
     """Read a stored response: a JSON send answer, a JSON string, or a bare id."""
     text = (raw or "").strip()
     if text in SENTINELS:
-        return ParsedResponse(None, Problem.empty, None, frozenset(), None)
+        return ParsedResponse(None, Problem.empty, frozenset(), None)
     if text[0] in '{["':
         try:
             # Numbers stay text: a JSON number id must be read digit for digit, never through a float.
             value = json.loads(text, parse_int=str, parse_float=str, parse_constant=str)
         except (ValueError, RecursionError):
-            return ParsedResponse(None, Problem.unparseable, None, frozenset(), None)
+            return ParsedResponse(None, Problem.unparseable, frozenset(), None)
         if isinstance(value, dict):
             return _from_answer(value, region)
         if not isinstance(value, str):
-            return ParsedResponse(None, Problem.unparseable, None, frozenset(), None)
+            return ParsedResponse(None, Problem.unparseable, frozenset(), None)
         text = value.strip()
     if _EXPONENT.fullmatch(text) or re.fullmatch(r"[0-9][0-9.]*", text, re.ASCII):
         transaction_id, problem = check_id(text)
-        return ParsedResponse(transaction_id, problem, text, frozenset(), None)
+        return ParsedResponse(transaction_id, problem, frozenset(), None)
     if text in SENTINELS:
-        return ParsedResponse(None, Problem.empty, None, frozenset(), None)
-    return ParsedResponse(None, Problem.unparseable, None, frozenset(), None)
+        return ParsedResponse(None, Problem.empty, frozenset(), None)
+    return ParsedResponse(None, Problem.unparseable, frozenset(), None)
 
 
 class Outcome(StrEnum):
@@ -126,17 +132,19 @@ class Outcome(StrEnum):
 
 
 def attempted(sent: bool | None, raw: str | None) -> bool:
-    """Whether the legacy sender sent the row: ``sent`` true, or unset with an answer stored."""
+    """Whether the legacy sender sent the row: ``sent`` true, unset with an answer stored, or false with a
+    usable transaction id stored (the provider took it, whatever the flag says: sending it again would
+    reach the customer twice)."""
     if sent is None:
         return bool((raw or "").strip())
-    return sent
+    return sent or parse_response(raw).transaction_id is not None
 
 
 def outcome(parsed: ParsedResponse, sent: bool | None, raw: str | None, recipient: str) -> Outcome:
     """The outcome for ``recipient`` (normalised) of a legacy row whose response parsed as ``parsed``."""
     if not attempted(sent, raw):
         return Outcome.unsent
-    if recipient in parsed.invalid:
+    if recipient in parsed.invalid or recipient in parsed.invalid_unreadable:
         return Outcome.rejected
     if parsed.transaction_id is not None and (parsed.accepted is None or recipient in parsed.accepted):
         return Outcome.submitted

@@ -8,6 +8,7 @@ sync, verify, cutover) come from :mod:`sms_pipeline.cli.adopt_dual_write_cmds`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -75,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help=f"legacy rows per transaction (default {adoption.DEFAULT_BATCH})")
     backfill.add_argument("--pause-ms", type=_non_negative, default=adoption.DEFAULT_PAUSE_MS,
                           help=f"pause between batches (default {adoption.DEFAULT_PAUSE_MS})")
-    backfill.add_argument("--dry-run", action="store_true", help="write nothing, report the same")
+    backfill.add_argument("--dry-run", action="store_true",
+                          help="write nothing but the empty month partitions the rows need; report the same")
     backfill.set_defaults(handler=backfill_command)
 
     from sms_pipeline.cli.adopt_dual_write_cmds import register_dual_write
@@ -98,32 +100,39 @@ def _print_mapping(columns: ColumnMap, dsn: str) -> None:
 def inspect_command(args: argparse.Namespace, settings: Settings) -> int:
     columns = column_map(args)
     with legacy.connect(args.from_url) as conn:
+        columns = dataclasses.replace(columns, table=legacy.canonical_table(conn, columns.table))
         found = inspect_table(conn, columns)
     with connection.connect_url(database_url(settings), autocommit=True) as conn:
-        stored = adoption.checkpoint(conn, args.tenant, args.table)
+        stored = adoption.checkpoint(conn, args.tenant, columns.table)
     _print_mapping(columns, args.from_url)
     if stored is not None:
         since, last_id = stored
-        print(f"backfill checkpoint for tenant {args.tenant}: up to legacy id {last_id} "
+        print(f"unfinished backfill for tenant {args.tenant}: up to legacy id {last_id} "
               f"(rows since {since or 'the start'})")
     print(f"rows: {found.legacy_rows}, never sent: {found.unsent_rows}, comma lists: {found.comma_lists}")
+    if found.sent_flag_false_rows:
+        print(f"sent flag false but an id stored (adopted as sent): {found.sent_flag_false_rows}")
+    if found.undated_rows:
+        print(f"sent rows without created_at (refused): {found.undated_rows}")
     print("recipients a backfill would write, by state: "
           + ", ".join(f"{name}={found.recipients[name]}" for name in ("submitted", "rejected", "unknown"))
-          + f"; bad numbers (skipped): {found.recipients['bad_number']}")
+          + f"; refused (not a mobile, or a body that cannot be stored): {found.recipients['refused']}")
     if found.problems:
         print("sent rows without a usable transaction id (they become unknown):")
         for problem, n in sorted(found.problems.items()):
             print(f"  {problem:<14} {n:>8}  e.g. legacy id {found.examples[problem]}")
     print(f"mangled-looking ids (exponent, wrong length, float-rounded): {found.mangled}")
     if columns.event is not None:
-        print(f"duplicate business events: {found.duplicate_events} events, {found.duplicate_rows} later rows "
-              "(they become superseded)")
+        print(f"duplicate business events: {found.duplicate_events} events, {found.duplicate_recipients} more "
+              "recipients of them (superseded when billed and later than the first)")
     return 0
 
 
 def _report(total: adoption.AdoptCounts, *, dry_run: bool, horizon_day: date) -> None:
     verb = "would write" if dry_run else "wrote"
     print(f"legacy rows read: {total.legacy_rows} (never sent, skipped: {total.skipped_unsent})")
+    if total.sent_flag_false_rows:
+        print(f"sent flag false but an id stored (adopted as sent): {total.sent_flag_false_rows}")
     print(f"{verb}: submitted={total.submitted} rejected={total.rejected} unknown={total.unknown} "
           f"superseded={total.superseded}; already adopted: {total.already_adopted}")
     if total.unpriced:
@@ -131,8 +140,8 @@ def _report(total: adoption.AdoptCounts, *, dry_run: bool, horizon_day: date) ->
     if total.bad_ids:
         shown = ", ".join(str(legacy_id) for legacy_id, _ in total.bad_ids[:10])
         more = f" and {len(total.bad_ids) - 10} more" if len(total.bad_ids) > 10 else ""
-        print(f"recipients skipped: bad numbers={total.bad_number} other={total.bad_row} (legacy ids {shown}{more})",
-              file=sys.stderr)
+        print(f"refused: bad numbers={total.bad_number} other={total.bad_row} rows without created_at="
+              f"{total.undated_rows} (legacy ids {shown}{more})", file=sys.stderr)
     old = sorted(day for day in total.days if day < horizon_day)
     if old:
         print(f"{len(old)} days ({old[0]} to {old[-1]}) are older than the provider's report horizon "
@@ -145,11 +154,12 @@ def _report(total: adoption.AdoptCounts, *, dry_run: bool, horizon_day: date) ->
 
 def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
     columns = column_map(args)
-    options = adoption.AdoptOptions.from_settings(
-        settings, tenant=args.tenant, message_class=args.message_class, sender=args.sender,
-        event_type=args.event_type, legacy_table=args.table)
     url = database_url(settings)
     with legacy.connect(args.from_url) as legacy_conn, connection.connect_url(url, autocommit=True) as conn:
+        columns = dataclasses.replace(columns, table=legacy.canonical_table(legacy_conn, columns.table))
+        options = adoption.AdoptOptions.from_settings(
+            settings, tenant=args.tenant, message_class=args.message_class, sender=args.sender,
+            event_type=args.event_type, legacy_table=columns.table)
         ahead = legacy.count(legacy_conn, columns, after_id=adoption.resume_after(conn, options, args.since),
                              since=adoption.since_start(options, args.since))
         progress = Progress(TextColumn("adopt"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

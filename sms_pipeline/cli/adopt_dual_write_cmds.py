@@ -138,41 +138,66 @@ def remove_trigger_command(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _sync_options(args: argparse.Namespace, settings: Settings) -> backfill.AdoptOptions:
+def _sync_options(args: argparse.Namespace, settings: Settings, table: str) -> backfill.AdoptOptions:
+    """The adoption's options; ``table``: the legacy table's canonical name (the markers' and event ids')."""
     return backfill.AdoptOptions.from_settings(settings, tenant=args.tenant, message_class=args.message_class,
                                                sender=args.sender, event_type=args.event_type,
-                                               legacy_table=args.table)
+                                               legacy_table=table)
 
 
 def _sync_line(totals: dual_write.SyncTotals) -> str:
-    a = totals.adopted
+    a, later = totals.adopted, totals.later
     return (f"synced {totals.legacy_rows} legacy rows: submitted={a.submitted} rejected={a.rejected} "
             f"unknown={a.unknown} superseded={a.superseded} already adopted={a.already_adopted} "
-            f"skipped (never sent)={a.skipped_unsent} bad numbers={a.bad_number + a.bad_row}")
+            f"skipped (never sent)={a.skipped_unsent} bad numbers={a.bad_number + a.bad_row} "
+            f"upgraded (unknown -> submitted)={later.upgraded} sent again (not adopted)={len(later.sent_again)}")
 
 
-def _sync_pass(url: str, args: argparse.Namespace, columns: ColumnMap, options: backfill.AdoptOptions,
+def _report_later(later: dual_write.LaterSends) -> None:
+    """The later entries a person must look at, one line each (legacy ids only: never a number or an id)."""
+    for legacy_id in later.sent_again:
+        print(f"sms-pipeline: adopt sync: legacy id {legacy_id} was sent again: transaction <not printed> not "
+              "adopted (verify shows it until a person settles it)", file=sys.stderr, flush=True)
+    if later.left_unknown:
+        print(f"sms-pipeline: adopt sync: {later.left_unknown} unknown recipients were later rejected by the "
+              "provider's answer: left unknown (unknown -> rejected is not a legal move; the day report "
+              "settles them)", file=sys.stderr, flush=True)
+    if later.unpriced:
+        print(f"sms-pipeline: adopt sync: {later.unpriced} upgraded rows have no rate-card price (cost NULL)",
+              file=sys.stderr, flush=True)
+
+
+def _warn_backlog(command: str, waiting: int) -> None:
+    warning = dual_write.falling_behind(waiting)
+    if warning is not None:
+        log.warning("adopt %s: %s", command, warning)
+        print(f"sms-pipeline: adopt {command}: {warning}", file=sys.stderr, flush=True)
+
+
+def _sync_pass(url: str, args: argparse.Namespace, settings: Settings, columns: ColumnMap,
                stop: threading.Event) -> dual_write.SyncTotals:
     """One drain of the outbox, on connections of its own, with a progress bar over what waits."""
     with _writable_legacy(args.from_url) as legacy_conn, connection.connect_url(url, autocommit=True) as conn:
+        options = _sync_options(args, settings, legacy.canonical_table(legacy_conn, args.table))
         progress = Progress(TextColumn("sync"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             transient=True, disable=not sys.stderr.isatty())
+        waiting = dual_write.outbox_waiting(legacy_conn, columns)
+        _warn_backlog("sync", waiting)
         with progress:
-            task = progress.add_task("sync", total=dual_write.outbox_waiting(legacy_conn, columns))
+            task = progress.add_task("sync", total=waiting)
             return dual_write.sync(conn, legacy_conn, columns, options, clock=RealClock(), batch=args.batch,
                                    stopped=stop.is_set, on_batch=lambda n: progress.advance(task, n))
 
 
 def sync_command(args: argparse.Namespace, settings: Settings) -> int:
     columns = column_map(args)
-    options = _sync_options(args, settings)
     url = database_url(settings)
     stop = threading.Event()
     last_error = None
     with stop_on_signals(stop.set, "stopping after this batch"):
         while not stop.is_set():
             try:
-                totals = _sync_pass(url, args, columns, options, stop)
+                totals = _sync_pass(url, args, settings, columns, stop)
                 last_error = None
             except Exception as exc:  # the loop outlives a bad pass: each batch committed or rolled back whole
                 if args.once or isinstance(exc, dual_write.LegacyTableMissing):
@@ -189,6 +214,7 @@ def sync_command(args: argparse.Namespace, settings: Settings) -> int:
                 line = _sync_line(totals)
                 log.info("adopt sync: %s", line)
                 print(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}", flush=True)
+                _report_later(totals.later)
             if args.once or stop.wait(args.interval_s):
                 break
     return 0
@@ -210,6 +236,11 @@ def verify_command(args: argparse.Namespace, settings: Settings) -> int:
     for c in days:
         mark = "" if c.same else "  DIFFERS"
         print(f"{c.day.isoformat():<10} | {_figures(c.legacy)} | {_figures(c.adopted)} | {c.refused:>7}{mark}")
+    for c in days:
+        for legacy_id in c.not_adopted:
+            print(f"sms-pipeline: adopt verify: legacy id {legacy_id}: its transaction <not printed> is not "
+                  "adopted (sent again, or answered after its adoption: `adopt sync` upgrades an unknown row)",
+                  file=sys.stderr)
     differing = [c for c in days if not c.same]
     if differing:
         print(f"{len(differing)} of {len(days)} days differ (first {differing[0].day.isoformat()}): run "
@@ -229,6 +260,7 @@ def cutover_command(args: argparse.Namespace, settings: Settings) -> int:
     with legacy.connect(args.from_url) as legacy_conn, connection.connect_url(url, autocommit=True) as conn:
         steps = dual_write.cutover_steps(conn, legacy_conn, args.tenant, columns, settings.provider_timezone,
                                          now=datetime.now(UTC), quiet=timedelta(minutes=args.quiet_minutes))
+        _warn_backlog("cutover", dual_write.outbox_waiting(legacy_conn, columns))
         failed = [step for step in steps if not step.met]
         for step in failed:
             print(f"sms-pipeline: adopt cutover: {step.name}: {step.detail}", file=sys.stderr)
@@ -238,7 +270,8 @@ def cutover_command(args: argparse.Namespace, settings: Settings) -> int:
         print("cutover: " + ", ".join(f"{step.name} ok" for step in steps))
         if args.include_unsent:
             unsent = dual_write.enqueue_unsent(
-                conn, legacy_conn, columns, _sync_options(args, settings), clock=RealClock(),
+                conn, legacy_conn, columns, _sync_options(args, settings, legacy.canonical_table(
+                    legacy_conn, args.table)), clock=RealClock(),
                 policy=intake.IntakePolicy.from_settings(settings), otp_code_length=settings.otp_code_length,
                 max_body_segments=settings.max_body_segments)
             print(f"legacy rows never sent: {unsent.created} recipients enqueued as pending, "

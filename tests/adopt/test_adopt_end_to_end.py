@@ -195,7 +195,7 @@ def test_backfilled_legacy_traffic_settles_through_the_providers_reports(world, 
     predicted = dict(re.findall(r"(submitted|rejected|unknown)=(\d+)", inspected))
     assert predicted == {"submitted": str(states["submitted"] + states["superseded"]),
                          "rejected": str(states["rejected"]), "unknown": str(states["unknown"])}, inspected
-    assert "duplicate business events: 1 events, 1 later rows" in inspected
+    assert "duplicate business events: 1 events, 1 more recipients" in inspected
     # Every recipient of every sent legacy row is one outbound row; never-sent rows are not adopted.
     expected = Counter(normalise(r) for s in sent for r in s.recipients)
     assert Counter(r["recipient"] for r in rows) == expected

@@ -3,16 +3,17 @@ the closing report, and one-line errors that never show a password."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import psycopg
 import pytest
 
-from sms_pipeline.adopt import legacy
+from sms_pipeline.adopt import backfill as adoption, legacy
 from sms_pipeline.adopt.inspect import inspect_table
 from sms_pipeline.adopt.mapping import load_column_map
 from sms_pipeline.errors import UserError
-from tests.adopt.test_adopt_backfill import MANGLED, TENANT, legacy_url, load_prices, map_file  # noqa: F401
+from tests.adopt.test_adopt_backfill import (  # noqa: F401 (fixtures)
+    MANGLED, TENANT, Killed, legacy_url, load_prices, map_file, run_backfill)
 from tests.support.cli import cli_database_url, cli_variables, run  # noqa: F401 (fixtures)
 
 BACKFILL = ("--table", "sends", "--tenant", TENANT, "--class", "transactional", "--sender", "SHOPCO",
@@ -28,10 +29,10 @@ def test_inspect_counts_what_the_backfill_would_make_of_each_row(legacy_url, map
     with legacy.connect(legacy_url) as conn:
         found = inspect_table(conn, load_column_map("sends", map_file))
     assert (found.legacy_rows, found.unsent_rows, found.comma_lists) == (8, 1, 1)
-    assert dict(found.recipients) == {"submitted": 4, "rejected": 1, "unknown": 2, "unsent": 0, "bad_number": 1}
+    assert dict(found.recipients) == {"submitted": 4, "rejected": 1, "unknown": 2, "unsent": 0, "refused": 1}
     assert dict(found.problems) == {"exponent": 1, "empty": 1} and found.mangled == 1
     assert found.examples["exponent"] == 2
-    assert (found.duplicate_events, found.duplicate_rows) == (1, 1)
+    assert (found.duplicate_events, found.duplicate_recipients) == (1, 1)
 
 
 def test_inspect_from_the_command_line_reads_only(run, legacy_url, map_file):
@@ -40,9 +41,9 @@ def test_inspect_from_the_command_line_reads_only(run, legacy_url, map_file):
                          "--map", str(map_file))
     assert (code, err) == (0, "")
     assert "event       <- order_ref" in out
-    assert "submitted=4, rejected=1, unknown=2; bad numbers (skipped): 1" in out
+    assert "submitted=4, rejected=1, unknown=2; refused (not a mobile, or a body that cannot be stored): 1" in out
     assert "exponent" in out and "e.g. legacy id 2" in out
-    assert "duplicate business events: 1 events, 1 later rows" in out
+    assert "duplicate business events: 1 events, 1 more recipients" in out
     assert MANGLED not in out
     assert legacy_snapshot(legacy_url) == before
 
@@ -71,7 +72,8 @@ def test_backfill_from_the_command_line_reports_and_names_the_days_past_the_repo
     assert "bad numbers=1" in err and "legacy ids 5" in err and "12345" not in err
     code, out, _ = run("adopt", "backfill", "--from-url", legacy_url, *BACKFILL, "--map", str(map_file),
                        SMS_PIPELINE_PARTITION_START=start)
-    assert code == 0 and "legacy rows read: 0" in out  # resumed past the end: nothing left
+    # a complete run left no checkpoint: the re-run reads everything again and adopts nothing twice
+    assert code == 0 and "legacy rows read: 9" in out and "submitted=0 " in out and "already adopted: 8" in out
     assert db.execute("SELECT count(*) FROM msg.outbound_message WHERE state = 'pending'").fetchone() == (0,)
 
 
@@ -121,11 +123,31 @@ def test_load_column_map_refuses_what_it_does_not_know(tmp_path):
     assert load_column_map("sends", path).columns()["id"] == "send_id"
 
 
-def test_inspect_shows_how_far_the_tenants_backfill_got(run, db, legacy_url, map_file):
+def test_inspect_shows_an_unfinished_backfill_of_the_tenant(run, db, db_url, legacy_url, map_file):
     load_prices(db)
     run("adopt", "backfill", "--from-url", legacy_url, *BACKFILL, "--map", str(map_file), "--batch", "3",
-        "--since", "2026-11-01", SMS_PIPELINE_PARTITION_START="2026-09-01")
+        SMS_PIPELINE_PARTITION_START="2026-09-01")
     code, out, _ = run("adopt", "inspect", "--from-url", legacy_url, "--table", "sends", "--tenant", TENANT)
-    assert code == 0 and "checkpoint for tenant tenant-a: up to legacy id 8 (rows since 2026-11-01)" in out
+    assert code == 0 and "unfinished backfill" not in out  # it ran to the end
+
+    def stop(counts: adoption.AdoptCounts) -> None:
+        raise Killed
+
+    with pytest.raises(Killed):
+        run_backfill(db_url, legacy_url, map_file, batch=3, since=date(2026, 11, 1), on_batch=stop)
+    # however the table is spelled, it is the same table
+    code, out, _ = run("adopt", "inspect", "--from-url", legacy_url, "--table", "public.sends", "--tenant", TENANT)
+    assert code == 0 and "unfinished backfill for tenant tenant-a: up to legacy id 7 (rows since 2026-11-01)" in out
     _, out, _ = run("adopt", "inspect", "--from-url", legacy_url, "--table", "sends", "--tenant", "other")
-    assert "checkpoint" not in out
+    assert "unfinished backfill" not in out
+
+
+def test_inspect_counts_duplicates_by_event_and_recipient_as_the_backfill_keys_them(db, db_url, legacy_url, map_file):
+    with psycopg.connect(legacy_url, autocommit=True) as conn:  # one event, two recipients: no duplicate
+        conn.execute("INSERT INTO sends (id, phone, message, sent, response, created_at, order_ref) VALUES "
+                     "(9, '9876543290', 'Hi', true, '', now(), 'o-9'), "
+                     "(10, '9876543291', 'Hi', true, '', now(), 'o-9')")
+    with legacy.connect(legacy_url) as conn:
+        found = inspect_table(conn, load_column_map("sends", map_file))
+    counts = run_backfill(db_url, legacy_url, map_file)
+    assert (found.duplicate_events, found.duplicate_recipients) == (1, counts.duplicates) == (1, 1)

@@ -53,7 +53,6 @@ def test_mangled_ids_are_unusable_and_say_why(raw, problem):
     assert parsed.transaction_id is None
     assert parsed.problem is problem
     assert parsed.mangled
-    assert parsed.candidate is not None  # the evidence keeps what was there
 
 
 def test_below_2_to_the_53_a_float_round_trip_proves_nothing():
@@ -82,12 +81,14 @@ def test_an_error_answer_is_not_accepted_even_with_an_id():
     assert parsed.transaction_id is None and parsed.problem is Problem.not_accepted
 
 
-@pytest.mark.parametrize("invalid", ["9155,+91 98765 43211", ["9155", "919876543211"], "09876543211"])
+@pytest.mark.parametrize("invalid", ["9155,+91 98765 43211", ["9155", "919876543211"], " 9155 , 09876543211"])
 def test_invalid_mobile_numbers_are_normalised_and_rejected(invalid):
     raw = answer(transactionId=TID, mobile="919876543210", invalidMobile=invalid)
     parsed = parse_response(raw)
-    assert parsed.invalid == {"919876543211"}  # "9155" is no number: nobody of ours can match it
+    assert parsed.invalid == {"919876543211"}
+    assert parsed.invalid_unreadable == {"9155"}  # no number, kept as written: that legacy recipient is rejected
     assert outcome(parsed, True, raw, "919876543211") is Outcome.rejected
+    assert outcome(parsed, True, raw, "9155") is Outcome.rejected
     assert outcome(parsed, True, raw, "919876543210") is Outcome.submitted
 
 
@@ -101,8 +102,14 @@ def test_sent_without_a_usable_id_is_unknown_never_submitted():
         assert outcome(parse_response(raw), True, raw, "919876543210") is Outcome.unknown
 
 
-def test_unsent_rows_are_unsent_whatever_the_response():
-    assert outcome(parse_response(TID), False, TID, "919876543210") is Outcome.unsent
+def test_unsent_rows_are_unsent_unless_an_id_proves_the_provider_took_them():
     assert outcome(parse_response(None), None, None, "919876543210") is Outcome.unsent
+    for raw in (None, "", "6.305583318236811e+18", answer(transactionId=TID, status="error")):
+        assert not attempted(False, raw)
+        assert outcome(parse_response(raw), False, raw, "919876543210") is Outcome.unsent
     # sent unset but an answer stored: the sender did send it
     assert attempted(None, TID) and outcome(parse_response(TID), None, TID, "919876543210") is Outcome.submitted
+    # sent false, a clean id stored: the provider took it (cutover --include-unsent must not send it again)
+    for raw in (TID, answer(transactionId=TID, mobile="919876543210")):
+        assert attempted(False, raw)
+        assert outcome(parse_response(raw), False, raw, "919876543210") is Outcome.submitted
