@@ -26,7 +26,7 @@ from sms_pipeline.adopt import backfill, dual_write, legacy
 from sms_pipeline.adopt.mapping import ColumnMap
 from sms_pipeline.cli.adopt_cmds import add_legacy_options, column_map, positive_int
 from sms_pipeline.cli.intake_files import database_url
-from sms_pipeline.cli.signals import stop_on_signals
+from sms_pipeline.cli.signals import report_failed_pass, stop_on_signals
 from sms_pipeline.core.clock import RealClock
 from sms_pipeline.db import connection
 from sms_pipeline.errors import UserError
@@ -202,13 +202,8 @@ def sync_command(args: argparse.Namespace, settings: Settings) -> int:
             except Exception as exc:  # the loop outlives a bad pass: each batch committed or rolled back whole
                 if args.once or isinstance(exc, dual_write.LegacyTableMissing):
                     raise  # nothing a later pass would find otherwise
-                expected = isinstance(exc, (UserError, psycopg.OperationalError))
-                line = (str(exc).strip().splitlines()[-1] if expected and str(exc).strip()
-                        else type(exc).__name__ + ("" if expected else " (details in the log)"))
-                log.warning("adopt sync: pass failed: %s", line, exc_info=True)
-                if line != last_error:  # one line per new trouble, not one per pass
-                    print(f"sms-pipeline: adopt sync: {line}", file=sys.stderr, flush=True)
-                last_error = line
+                last_error = report_failed_pass("adopt sync", exc, last_error, log,
+                                                (UserError, psycopg.OperationalError))
                 totals = None
             if totals is not None and (totals.legacy_rows or args.once):
                 line = _sync_line(totals)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import sys
 import threading
 from datetime import UTC, datetime
 
@@ -30,7 +29,7 @@ from sms_pipeline.errors import UserError
 from sms_pipeline.ingest.delivery_codes import refresh_delivery_codes, stored_code_count
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.reconcile.pushes import PushPass, reconcile_pushes
-from sms_pipeline.cli.signals import stop_on_signals
+from sms_pipeline.cli.signals import report_failed_pass, stop_on_signals
 from sms_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -90,13 +89,8 @@ def reconcile_recent(args: argparse.Namespace, settings: Settings) -> int:
             except Exception as exc:  # the loop outlives a bad pass (its transaction rolled back whole)
                 if args.every is None:
                     raise
-                expected = isinstance(exc, (UserError, psycopg.OperationalError))
-                line = (str(exc).strip().splitlines()[-1] if expected and str(exc).strip()
-                        else type(exc).__name__ + ("" if expected else " (details in the log)"))
-                log.warning("reconcile recent: pass failed: %s", line, exc_info=True)
-                if line != last_error:  # one line per new trouble, not one per pass
-                    print(f"sms-pipeline: reconcile recent: {line}", file=sys.stderr, flush=True)
-                last_error = line
+                last_error = report_failed_pass("reconcile recent", exc, last_error, log,
+                                                (UserError, psycopg.OperationalError))
                 done = None
             if done is not None and (done.reconciled or done.receipts.new_receipts):
                 line = done.summary_line()
