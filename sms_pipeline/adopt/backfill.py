@@ -106,10 +106,9 @@ class AdoptCounts:
     days: set[date] = field(default_factory=set)  # provider days of the rows written
 
     def add(self, other: AdoptCounts) -> None:
-        for name in ("legacy_rows", "recipients", "submitted", "rejected", "unknown", "superseded",
-                     "skipped_unsent", "sent_flag_false_rows", "undated_rows", "bad_number", "bad_row",
-                     "already_adopted", "unpriced", "duplicates"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for counter in dataclasses.fields(self):
+            if counter.type == "int":  # the counts (annotations are strings here)
+                setattr(self, counter.name, getattr(self, counter.name) + getattr(other, counter.name))
         self.bad_ids.extend(other.bad_ids)
         self.days |= other.days
 
@@ -157,7 +156,7 @@ def _row_request(row: LegacyRow, **fields: str) -> NewMessage:
     return new_message({**_STAND_IN, **fields, "body": row.message}, max_body_segments=_MAX_SEGMENTS)
 
 
-def _items(row: LegacyRow) -> list[str]:
+def phone_items(row: LegacyRow) -> list[str]:
     """The row's numbers as listed (one recipient each; an empty phone is one refused recipient)."""
     return [n.strip() for n in (row.phone or "").split(",") if n.strip()] or [""]
 
@@ -166,7 +165,7 @@ def _numbers(row: LegacyRow, parsed: ParsedResponse, region: str) -> tuple[list[
     """((position, recipient) written, items refused) of the row's numbers: a mobile, normalised; else, if
     the answer lists it in invalidMobile, normalised when it is a number, else its text (it was rejected)."""
     written, refused = [], []
-    for position, item in enumerate(_items(row)):
+    for position, item in enumerate(phone_items(row)):
         try:
             written.append((position, msisdn.normalise_mobile(item, region)))
             continue
@@ -188,11 +187,11 @@ def adoptable_recipients(row: LegacyRow, region: str = NUMBER_REGION) -> tuple[l
     says: written in phone order, one per number (see :func:`_numbers`); refused, trimmed, when not a mobile
     and not listed in invalidMobile, and every item when the body cannot be stored or created_at is NULL."""
     if row.created_at is None:
-        return [], _items(row)
+        return [], phone_items(row)
     try:
         _row_request(row)
     except InvalidField:
-        return [], _items(row)
+        return [], phone_items(row)
     written, refused = _numbers(row, parse_response(row.response, region), region)
     return [number for _, number in written], refused
 
@@ -224,8 +223,8 @@ def _recipients(options: AdoptOptions, rows: Sequence[LegacyRow], counts: AdoptC
             template = _row_request(row, tenant_id=options.tenant, event_type=options.event_type, event_id=event,
                                     message_class=options.message_class, sender_id=options.sender)
         except InvalidField as exc:
-            counts.recipients += len(_items(row))
-            counts.bad_row += len(_items(row))
+            counts.recipients += len(phone_items(row))
+            counts.bad_row += len(phone_items(row))
             counts.bad_ids.append((row.id, str(exc)))  # a body or option problem, never a number
             continue
         parsed = parse_response(row.response)

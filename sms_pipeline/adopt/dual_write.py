@@ -66,14 +66,9 @@ class LegacyTableBusy(UserError):
     """The installation could not lock the legacy table in time (a long transaction holds it)."""
 
 
-def table_name(columns: ColumnMap) -> sql.Identifier:
-    """The legacy table as a quoted identifier (``schema.table`` when qualified)."""
-    return sql.Identifier(*columns.table.split("."))
-
-
 def _table_text(conn: psycopg.Connection, columns: ColumnMap) -> str:
     """The legacy table's name as SQL text, for ``to_regclass``."""
-    return table_name(columns).as_string(conn)
+    return legacy.table_identifier(columns.table).as_string(conn)
 
 
 def _require_table(legacy_conn: psycopg.Connection, columns: ColumnMap) -> None:
@@ -106,7 +101,7 @@ def install_trigger(legacy_conn: psycopg.Connection, columns: ColumnMap, *,
     A lock not granted within ``lock_timeout`` gives up (:class:`LegacyTableBusy`): waiting longer would
     hold the old sender's writes in the queue behind the installation.
     """
-    table = table_name(columns)
+    table = legacy.table_identifier(columns.table)
     mapped = columns.columns()
     arguments = sql.SQL(", ").join(sql.Literal(mapped.get(name, "")) for name in _TRIGGER_COLUMNS)
     try:
@@ -141,7 +136,8 @@ def remove_trigger(legacy_conn: psycopg.Connection, columns: ColumnMap) -> bool:
     with legacy_conn.transaction():
         _require_table(legacy_conn, columns)
         was_there = trigger_installed(legacy_conn, columns)
-        queries.run(legacy_conn, "adopt_legacy_trigger_drop", identifiers={"table": table_name(columns)})
+        queries.run(legacy_conn, "adopt_legacy_trigger_drop",
+                    identifiers={"table": legacy.table_identifier(columns.table)})
     log.info("adopt: dual-write trigger removed from %s (was installed: %s)", columns.table, was_there)
     return was_there
 
@@ -415,9 +411,9 @@ def legacy_figures(ours: psycopg.Connection, legacy_conn: psycopg.Connection, te
             if written:
                 units = len(written) * segments.count_segments(row.message).segments
                 side.figures[day] = side.figures.get(day, Figures()) + Figures(1, len(written), units)
+        created = {row.id: row.created_at for row in rows}
         for legacy_id in not_adopted(ours, tenant, table, rows):
-            day = provider_time.local_date(next(r for r in rows if r.id == legacy_id).created_at, tz)
-            side.not_adopted.setdefault(day, []).append(legacy_id)
+            side.not_adopted.setdefault(provider_time.local_date(created[legacy_id], tz), []).append(legacy_id)
     return side
 
 
@@ -461,7 +457,7 @@ def cutover_steps(ours: psycopg.Connection, legacy_conn: psycopg.Connection, ten
         status = queries.record(legacy_conn, "adopt_legacy_outbox_status", table=_table_text(legacy_conn, columns))
         waiting, last_recorded = status["waiting"], status["last_recorded_at"]
     last_created = queries.scalar(legacy_conn, "adopt_legacy_last_created", identifiers={
-        "table": table_name(columns), "created_at": sql.Identifier(columns.created_at)})
+        "table": legacy.table_identifier(columns.table), "created_at": sql.Identifier(columns.created_at)})
     latest = max((t for t in (last_created, last_recorded) if t is not None), default=None)
     quiet_since = None if latest is None else now - latest
     differing = [c for c in compare(ours, legacy_conn, tenant, columns, tz) if not c.same]
@@ -514,7 +510,7 @@ def enqueue_unsent(ours: psycopg.Connection, legacy_conn: psycopg.Connection, co
         batch.clear()
 
     for row in (row for rows in _batches(legacy_conn, columns, since=None, sent=False) for row in rows):
-        for number in [n for n in (row.phone or "").split(",") if n.strip()] or [""]:
+        for number in backfill.phone_items(row):
             record = {"tenant_id": options.tenant, "event_type": options.event_type,
                       "event_id": backfill.event_id(options, row), "recipient": number, "body": row.message,
                       "message_class": options.message_class, "channel": "sms", "sender_id": options.sender}

@@ -20,21 +20,28 @@ _MAPPING_ERRORS = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn
                    psycopg.errors.InvalidTextRepresentation, psycopg.errors.DatatypeMismatch)
 
 
-def connect(dsn: str) -> psycopg.Connection:
-    """A session on the legacy database in which every transaction is read only."""
+def connect(dsn: str, *, read_only: bool = True) -> psycopg.Connection:
+    """A session on the legacy database, autocommit; ``read_only``: every transaction in it read only (only
+    the dual write's install and removal write there)."""
     try:
         conn = connection.connect_url(dsn, autocommit=True)
     except psycopg.ProgrammingError:  # a malformed DSN: psycopg's message may quote it, password and all
         log.debug("bad legacy DSN", exc_info=True)
         raise UserError(f"--from-url is not a database URL: {connection.redact(dsn)}") from None
-    queries.run(conn, "adopt_source_read_only")
+    if read_only:
+        queries.run(conn, "adopt_source_read_only")
     return conn
+
+
+def table_identifier(table: str) -> sql.Identifier:
+    """``table`` (``name`` or ``schema.name``) as a quoted identifier."""
+    return sql.Identifier(*table.split("."))
 
 
 def canonical_table(conn: psycopg.Connection, table: str) -> str:
     """The legacy table ``table`` (``name`` or ``schema.name``) names, as ``schema.name`` (raw names): the one
     spelling of its markers, event ids and checkpoint, however it was typed."""
-    typed = sql.Identifier(*table.split(".")).as_string(conn)
+    typed = table_identifier(table).as_string(conn)
     found = queries.scalar(conn, "adopt_source_table", table=typed)
     if found is None:
         raise UserError(f"no table {table} in the legacy database (see --table)")
@@ -44,38 +51,34 @@ def canonical_table(conn: psycopg.Connection, table: str) -> str:
 def _identifiers(columns: ColumnMap) -> dict[str, sql.Composable]:
     names = {ours: sql.Identifier(theirs) for ours, theirs in columns.columns().items()}
     names.setdefault("event", sql.SQL("NULL"))
-    names["table"] = sql.Identifier(*columns.table.split("."))
+    names["table"] = table_identifier(columns.table)
     return names
+
+
+def _run(conn: psycopg.Connection, columns: ColumnMap, name: str, **params: object) -> psycopg.Cursor:
+    """Named query ``name`` on the mapped table; a wrong name or type in the map is one line (UserError)."""
+    try:
+        return queries.run(conn, name, identifiers=_identifiers(columns), **params)
+    except _MAPPING_ERRORS as exc:
+        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
 
 
 def read_batch(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None, since: datetime | None,
                limit: int) -> list[LegacyRow]:
     """The next ``limit`` rows after ``after_id`` (created at or after ``since``), by primary key."""
-    try:
-        found = queries.run(conn, "adopt_source_rows", identifiers=_identifiers(columns), after_id=after_id,
-                            since=since, limit=limit).fetchall()
-    except _MAPPING_ERRORS as exc:
-        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
+    found = _run(conn, columns, "adopt_source_rows", after_id=after_id, since=since, limit=limit).fetchall()
     return [LegacyRow(*row) for row in found]
 
 
 def count(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None, since: datetime | None) -> int:
     """How many rows :func:`batches` will read."""
-    try:
-        return queries.scalar(conn, "adopt_source_count", identifiers=_identifiers(columns), after_id=after_id,
-                              since=since)
-    except _MAPPING_ERRORS as exc:
-        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
+    return _run(conn, columns, "adopt_source_count", after_id=after_id, since=since).fetchone()[0]
 
 
 def months(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None,
            since: datetime | None) -> list[tuple[datetime, datetime]]:
     """(UTC month start, earliest created_at in it) of the rows :func:`batches` will read."""
-    try:
-        return queries.run(conn, "adopt_source_months", identifiers=_identifiers(columns), after_id=after_id,
-                           since=since).fetchall()
-    except _MAPPING_ERRORS as exc:
-        raise UserError(f"legacy table {columns.table}: {exc.diag.message_primary} (see --map)") from None
+    return _run(conn, columns, "adopt_source_months", after_id=after_id, since=since).fetchall()
 
 
 def batches(conn: psycopg.Connection, columns: ColumnMap, *, after_id: int | None, since: datetime | None,

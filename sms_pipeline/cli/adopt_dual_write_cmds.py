@@ -99,15 +99,6 @@ def register_dual_write(actions: argparse._SubParsersAction) -> None:
     cutover.set_defaults(handler=cutover_command)
 
 
-def _writable_legacy(dsn: str) -> psycopg.Connection:
-    """The legacy database, writable (the outbox, the trigger); errors without the password."""
-    try:
-        return connection.connect_url(dsn, autocommit=True)
-    except psycopg.ProgrammingError:  # a malformed DSN: psycopg's message may quote it, password and all
-        log.debug("bad legacy DSN", exc_info=True)
-        raise UserError(f"--from-url is not a database URL: {connection.redact(dsn)}") from None
-
-
 def _legacy_error(columns: ColumnMap, exc: psycopg.Error) -> UserError:
     """A legacy database refusal as one line (a missing column of the map, a missing privilege)."""
     log.debug("legacy database error", exc_info=True)
@@ -117,7 +108,7 @@ def _legacy_error(columns: ColumnMap, exc: psycopg.Error) -> UserError:
 
 def install_trigger_command(args: argparse.Namespace, settings: Settings) -> int:
     columns = column_map(args)
-    with _writable_legacy(args.from_url) as conn:
+    with legacy.connect(args.from_url, read_only=False) as conn:
         try:
             dual_write.install_trigger(conn, columns)
         except psycopg.errors.DatabaseError as exc:
@@ -129,7 +120,7 @@ def install_trigger_command(args: argparse.Namespace, settings: Settings) -> int
 
 def remove_trigger_command(args: argparse.Namespace, settings: Settings) -> int:
     columns = column_map(args)
-    with _writable_legacy(args.from_url) as conn:
+    with legacy.connect(args.from_url, read_only=False) as conn:
         was_there = dual_write.remove_trigger(conn, columns)
         waiting = dual_write.outbox_waiting(conn, columns)
     print(f"dual-write trigger {'removed from' if was_there else 'was not installed on'} {columns.table}; "
@@ -177,7 +168,8 @@ def _warn_backlog(command: str, waiting: int) -> None:
 def _sync_pass(url: str, args: argparse.Namespace, settings: Settings, columns: ColumnMap,
                stop: threading.Event) -> dual_write.SyncTotals:
     """One drain of the outbox, on connections of its own, with a progress bar over what waits."""
-    with _writable_legacy(args.from_url) as legacy_conn, connection.connect_url(url, autocommit=True) as conn:
+    with (legacy.connect(args.from_url, read_only=False) as legacy_conn,
+          connection.connect_url(url, autocommit=True) as conn):
         options = _sync_options(args, settings, legacy.canonical_table(legacy_conn, args.table))
         progress = Progress(TextColumn("sync"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             transient=True, disable=not sys.stderr.isatty())
