@@ -11,7 +11,8 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    plain copy of them (same columns and indexes, no triggers) is made for
    the baselines;
 2. the pipeline, timed per stage, through the functions the Dagster assets
-   call: ``load_day_report`` (download over HTTP, verify, parse, COPY, stats),
+   call: ``load_day_report`` (download over HTTP, verify, COPY of the CSV into
+   staging with its checksum, INSERT ... SELECT into the partition, stats),
    ``reconcile_day`` (receipt events staged, correlation, state moves, the
    events stored linked, orphans, proof of non-submission; each named
    statement timed);
@@ -227,8 +228,8 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
     by_stage["other"] += reconcile_s - sum(spent.values())  # ANALYZE of temporary tables, lock, commit
     copy_s = ingest_s - timed_client.download_s - stats[0]
     stages = [
-        Stage("ingest: download + verify (HTTP, zip CRC, row check)", timed_client.download_s, rows),
-        Stage("ingest: checksum + parse + COPY into dlr.day_report_rows", copy_s, rows),
+        Stage("ingest: download + verify (HTTP, zip CRC, header)", timed_client.download_s, rows),
+        Stage("ingest: COPY of the CSV + checksum, INSERT ... SELECT into dlr.day_report_rows", copy_s, rows),
         Stage("ingest: load statistics", stats[0], rows),
         Stage("receipts (normalise and stage; INSERT of the events, linked)", by_stage["receipts"],
               receipts.source_rows, f"{receipts.new_receipts:,} new events"),

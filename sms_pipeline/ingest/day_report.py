@@ -1,15 +1,27 @@
 """Load one provider day report (the zip of ``/report/day?date=D``) into Postgres.
 
-The client downloads and verifies the archive completely before a row is
-read, so a corrupt, truncated or non-zip answer raises a ``DayReportError``
-naming the date while nothing has been written. The load itself is one
-transaction: TRUNCATE the day's partition of ``dlr.day_report_rows``, COPY
-the rows, write the checkpoint. A download whose content checksum equals the
-loaded one, fingerprinted under the same key (``core.fingerprint.key_id``),
-writes nothing at all: a day loaded before fingerprints, or under another
-key, is loaded again once. A download with fewer rows than the stored
-load is refused and writes nothing (a day report only grows;
-docs/design.md#report-guards), unless the caller passes ``allow_shrink``.
+The client checks the archive (zip, CRC, member, header) without parsing a
+row. The load is one transaction that reads the CSV once: its bytes go as
+they are into a temporary staging table (``COPY ... FORMAT csv``: Postgres
+parses it) while their checksum is taken; then, unless the checksum says
+the stored load is this one, the day's partition of ``dlr.day_report_rows``
+is emptied and filled by one INSERT ... SELECT that maps, defaults and
+converts in SQL, the times and the message fingerprints looked up from what
+Python computed once per distinct text; then the checkpoint. A file Postgres'
+CSV parser refuses for its shape (a row longer than the header, a blank line,
+mixed line ends) is staged again through Python's csv, which the provider's
+files were always read with and which tolerates them; the same INSERT
+follows. A bad file (a member failing its CRC, bytes that are not UTF-8, a
+row shorter than the header) raises ``DayReportError``, a row the database
+refuses ``DayLoadError``, each naming the date and the first bad line it knows
+(never the row's content), and nothing is written.
+
+A download whose content checksum equals the loaded one, fingerprinted under
+the same key (``core.fingerprint.key_id``), writes nothing at all: a day
+loaded before fingerprints, or under another key, is loaded again once. A
+download with fewer rows than the stored load is refused and writes nothing
+(a day report only grows; docs/design.md#report-guards), unless the caller
+passes ``allow_shrink``.
 
 The checksum is taken over the CSV inside the archive, not the archive, so
 the same report zipped again (new member timestamp) is still recognised.
@@ -17,15 +29,16 @@ the same report zipped again (new member timestamp) is still recognised.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import re
 import tempfile
 import time
-import zipfile
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import BinaryIO, Protocol
 from zoneinfo import ZoneInfo
 
 import psycopg
@@ -39,28 +52,16 @@ from sms_pipeline.db import queries, report_guards
 from sms_pipeline.errors import UserError
 from sms_pipeline.ingest import checkpoints
 from sms_pipeline.ingest.status_counts import StatusCounts
-from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
+from sms_pipeline.ingest.times import LocalTimeParser
 from sms_pipeline.provider.dayfile import DayReport
+from sms_pipeline.provider.results import DayReportError
 
 REPORT_KIND = "day"
 # pg_advisory_xact_lock(class, day): one load of a given day at a time.
 _LOCK_CLASS = 0x5A5_0701
 _CHUNK = 1 << 20
-_COPY_BATCH = 2000  # lines per write into the COPY stream
-_MEMO_LIMIT = 100_000
-_NULL = "\\N"
-# COPY text format: backslash, tab and line breaks inside a value are escaped.
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-V = TypeVar("V")
-
-# The provider's text fields first (escaped together), then the values computed here.
-_TEXT_FIELDS = ("msg_id", "transaction_id", "mobile", "sender", "msg_type", "submit_time", "delivery_time",
-                "status", "cause", "error_code", "units")
-_COLUMNS = (
-    "msg_id", "transaction_id", "mobile", "sender_name", "msg_type", "submit_time_local", "delivery_time_local",
-    "status", "cause", "error_code", "units",
-    "report_date", "line_no", "message_fingerprint", "provider_submit_at", "provider_done_at",
-)  # fmt: skip
+_COPY_LINE = re.compile(r"^COPY day_report_staging, line (\d+)")
+_MISSING_DATA = "missing data for column"
 
 
 class DayLoadError(UserError):
@@ -114,12 +115,12 @@ def load_day_report(
     with tempfile.TemporaryDirectory(prefix=f"day-report-{day.isoformat()}-") as tmp:
         report = client.day_report(day, tmp)
         fetched_at = clock.now()
-        checksum = content_checksum(report)
         try:
             partition = _ensure_partition(conn, day)
             with conn.transaction():
                 queries.run(conn, "advisory_xact_lock_pair", lock_class=_LOCK_CLASS, key=day.toordinal())
                 previous = checkpoints.read(conn, REPORT_KIND, day)
+                checksum = _stage(conn, report)
                 key_id = fingerprint.key_id(text_key)
                 if previous is not None and previous.unchanged(checksum, key_id):
                     # Nothing to rewrite, but the content is confirmed as of
@@ -130,9 +131,9 @@ def load_day_report(
                                       started=started)
                 if allow_shrink:
                     report_guards.allow_shrink(conn)  # the database's guard too, for this transaction
-                elif previous is not None and report.row_count < previous.rows:
-                    raise _shrink_refused(day, report.row_count, previous.rows)
-                rows = _replace_rows(conn, partition, report, tz, text_key)
+                rows = _replace_rows(conn, partition, day, tz, text_key)
+                if not allow_shrink and previous is not None and rows < previous.rows:
+                    raise _shrink_refused(day, rows, previous.rows)  # the rows just written roll back with it
                 # Erased numbers stay erased (docs/design.md#redaction-and-erasure).
                 queries.run(conn, "erasure_mask_landed", kind="day", scope_date=day, transaction_id=None)
                 loaded_at = clock.now()
@@ -141,28 +142,18 @@ def load_day_report(
                             loaded_at=loaded_at, fingerprint_key_id=key_id)
                 return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started)
         except psycopg.Error as exc:
-            # Only the primary message: DETAIL and CONTEXT may quote a row (a recipient number).
+            # Only the primary message and the line: DETAIL and CONTEXT may quote a row (a recipient number).
             reason = exc.diag.message_primary or type(exc).__name__
+            where = f", {_line_of(exc)} of the file" if _COPY_LINE.match(exc.diag.context or "") else ""
             raise DayLoadError(
                 f"day report {day.isoformat()}: load failed and was rolled back, nothing written "
-                f"(SQLSTATE {exc.sqlstate}: {reason})"
+                f"(SQLSTATE {exc.sqlstate}: {reason}{where})"
             ) from None
 
 
 def _shrink_refused(day: date, rows: int, stored: int) -> report_guards.ReportShrinkRefused:
     return report_guards.refused(f"day report {day.isoformat()}", report_guards.amount(rows, "row"),
                                  report_guards.are_stored(stored), "a day report only grows")
-
-
-def content_checksum(report: DayReport) -> str:
-    """SHA-256 of the CSV member's bytes (the report's content, whatever the zip around it)."""
-    digest = hashlib.sha256()
-    with zipfile.ZipFile(report.path) as archive:
-        (member,) = [info for info in archive.infolist() if not info.is_dir()]  # verified: exactly one
-        with archive.open(member) as stream:
-            while chunk := stream.read(_CHUNK):
-                digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _ensure_partition(conn: psycopg.Connection, day: date) -> sql.Identifier:
@@ -176,90 +167,110 @@ def _ensure_partition(conn: psycopg.Connection, day: date) -> sql.Identifier:
     return sql.Identifier(*schema_and_name)
 
 
-def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, report: DayReport, tz: ZoneInfo,
+def _stage(conn: psycopg.Connection, report: DayReport) -> str:
+    """The CSV member into ``day_report_staging``; the SHA-256 of the member's bytes.
+
+    Its bytes as they are, checksummed in the same pass. A file whose shape
+    Postgres' CSV parser refuses but Python's csv accepts (see the module
+    docstring) is staged again, re-encoded row by row by Python's csv.
+    """
+    try:
+        with conn.transaction():  # a savepoint: the lenient pass starts from no staging table
+            return _copy_member(conn, report, lenient=False)
+    except psycopg.errors.BadCopyFileFormat as exc:
+        # A short row is bad for Python's csv too; anything else about the shape (a longer row, a
+        # blank line: "missing data" of an empty row, mixed line ends) is for it to judge.
+        if exc.diag.message_primary.startswith(_MISSING_DATA) and _quotes_a_row(exc):
+            raise _bad_file(report.day, f"the row on {_line_of(exc)} has fewer fields than the header") from None
+    except psycopg.errors.CharacterNotInRepertoire as exc:
+        if not exc.diag.message_primary.endswith("0x00"):  # a NUL byte is UTF-8 no Postgres text can hold
+            raise _bad_file(report.day, f"{_line_of(exc)} is not valid UTF-8 text") from None
+        raise
+    with conn.transaction():
+        return _copy_member(conn, report, lenient=True)
+
+
+def _copy_member(conn: psycopg.Connection, report: DayReport, *, lenient: bool) -> str:
+    columns = [field or f"ignored_{index}" for index, field in enumerate(report.fields, start=1)]
+    definitions = sql.SQL(", ").join(sql.SQL("{} text").format(sql.Identifier(c)) for c in columns)
+    queries.run(conn, "ingest_day_report_staging", identifiers={"columns": definitions})
+    with report.open_csv() as raw, queries.copy(conn, "ingest_day_report_staging_copy",
+                                                identifiers={"columns": queries.column_list(columns)}) as sink:
+        source = _Checksummed(raw)
+        if lenient:
+            writer = csv.writer(sink, lineterminator="\n")
+            writer.writerow(report.header)  # what HEADER skips
+            writer.writerows(report.data_rows(source))
+        while chunk := source.read(_CHUNK):  # all of it (the lenient pass: what csv left), for checksum and CRC
+            sink.write(chunk)
+    return source.digest.hexdigest()
+
+
+class _Checksummed(io.BufferedIOBase):
+    """A binary stream's bytes, hashed as they are read (closing it leaves the stream open)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self._raw = raw
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = self._raw.read(size)
+        self.digest.update(data)
+        return data
+
+    def read1(self, size: int = -1) -> bytes:  # what io.TextIOWrapper reads with
+        return self.read(size)
+
+
+# A COPY error's CONTEXT: "COPY day_report_staging, line 3: "<the row>"". The row is only looked at
+# for being empty, never kept: it may hold a recipient number.
+def _line_of(exc: psycopg.Error) -> str:
+    match = _COPY_LINE.match(exc.diag.context or "")
+    return f"line {match.group(1)}" if match else "a line"
+
+
+def _quotes_a_row(exc: psycopg.Error) -> bool:
+    match = _COPY_LINE.match(exc.diag.context or "")
+    return match is not None and exc.diag.context[match.end():] not in ("", ': ""')
+
+
+def _bad_file(day: date, problem: str) -> DayReportError:
+    return DayReportError(f"day report {day.isoformat()}: {problem}")
+
+
+def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, day: date, tz: ZoneInfo,
                   text_key: bytes) -> int:
-    queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
-    count = 0
-    batch: list[str] = []
-    with queries.copy(conn, "ingest_day_report_copy",
-                      identifiers={"partition": partition, "columns": queries.column_list(_COLUMNS)}) as sink:
-        for line in _copy_lines(report, tz, text_key):
-            batch.append(line)
-            if len(batch) == _COPY_BATCH:
-                sink.write("".join(batch))
-                count += len(batch)
-                batch.clear()
-        sink.write("".join(batch))
-        count += len(batch)
-    return count
+    """The day's partition emptied and filled from the staging table, in one INSERT ... SELECT; its rows.
 
-
-def _copy_lines(report: DayReport, tz: ZoneInfo, text_key: bytes) -> Iterator[str]:
-    """COPY text-format lines in ``_COLUMNS`` order; the message only as its keyed fingerprint.
-
-    Formatted here rather than by ``write_row``: a day holds up to millions of
-    rows, and their times and texts repeat (one submit time and one text per
-    request), so each distinct value is converted once.
+    The time texts and the message texts repeat (one submit time and one text
+    per request), so each distinct one is read or fingerprinted once here.
     """
     parser = LocalTimeParser(tz)
-    instant = _memoised(lambda text: _with_text(_instant(parser, text)), _MEMO_LIMIT)
-    digest = _memoised(lambda text: _bytea_copy_text(fingerprint.text_fingerprint(text_key, text)), _MEMO_LIMIT)
-    day = report.day.isoformat()
-    submit_i, delivery_i = _TEXT_FIELDS.index("submit_time"), _TEXT_FIELDS.index("delivery_time")
-    width = len(_TEXT_FIELDS)
-    # Tuples (the text fields in _COLUMNS order, then the message), not a dict per row.
-    for line_no, row in enumerate(report.columns((*_TEXT_FIELDS, "message")), start=1):
-        submit_at, submit_copy = instant(row[submit_i])
-        done_at, done_copy = instant(row[delivery_i])
-        if submit_at is not None and done_at is not None and done_at < submit_at:
-            done_copy = _with_text(consistent_done_time(submit_at, done_at, tz))[1]
-        texts = _escaped(row[:width])
-        yield f"{texts}\t{day}\t{line_no}\t{digest(row[width])}\t{submit_copy}\t{done_copy}\n"
-
-
-def _instant(parser: LocalTimeParser, text: str) -> datetime | None:
-    """A provider-local time, or None when absent or unreadable (the text is kept either way)."""
-    stripped = text.strip()
-    if stripped in SENTINELS:
-        return None
-    try:
-        return parser.parse(stripped)
-    except InvalidLocalTime:
-        return None  # counted as unparsed by the stats query
-
-
-def _bytea_copy_text(value: bytes | None) -> str:
-    """A bytea in COPY text format: \\x and hex, its backslash escaped."""
-    return _NULL if value is None else "\\\\x" + value.hex()
-
-
-def _with_text(value: datetime | None) -> tuple[datetime | None, str]:
-    """An instant and its COPY text."""
-    return value, (_NULL if value is None else value.isoformat())
-
-
-def _escaped(values: tuple[str, ...]) -> str:
-    """Tab-joined COPY text values; one scan shows that nearly every row needs no escaping."""
-    joined = "\t".join(values)
-    if joined.count("\t") == len(values) - 1 and "\\" not in joined and "\n" not in joined and "\r" not in joined:
-        return joined
-    return "\t".join(value.translate(_COPY_ESCAPES) for value in values)
-
-
-def _memoised(compute: Callable[[str], V], limit: int) -> Callable[[str], V]:
-    """``compute`` with a memo of at most ``limit`` entries (emptied when full: values repeat locally)."""
-    memo: dict[str, V] = {}
-
-    def lookup(key: str) -> V:
-        try:
-            return memo[key]
-        except KeyError:
-            if len(memo) >= limit:
-                memo.clear()
-            value = memo[key] = compute(key)
-            return value
-
-    return lookup
+    queries.run(conn, "ingest_day_report_times")
+    texts = [text for (text,) in queries.run(conn, "ingest_day_report_staged_times")]
+    with queries.copy(conn, "ingest_day_report_times_copy") as sink:
+        for text in texts:
+            stripped = text.strip()
+            if stripped in SENTINELS:
+                continue
+            try:
+                sink.write_row((text, *parser.readings(stripped)))
+            except InvalidLocalTime:
+                continue  # kept as text only, counted as unparsed by the stats query
+    queries.run(conn, "ingest_day_report_fingerprints")
+    texts = [text for (text,) in queries.run(conn, "ingest_day_report_staged_texts")]
+    with queries.copy(conn, "ingest_day_report_fingerprints_copy") as sink:
+        for text in texts:
+            digest = fingerprint.text_fingerprint(text_key, text)
+            if digest is not None:
+                sink.write_row((text, digest))
+    queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
+    return queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
+                       report_date=day).rowcount
 
 
 def _summarise(

@@ -46,6 +46,13 @@ class LocalTimeParser:
             return parse_local(text, self._tz)
         return start + timedelta(seconds=seconds)
 
+    def readings(self, text: str) -> tuple[datetime, datetime]:
+        """``parse(text)`` and the second reading of its wall-clock time (the same unless the clocks went back)."""
+        first = self.parse(text)
+        if self._minutes.get(text[:16]) is not None:  # a regular minute: one reading
+            return first, first
+        return first, later_reading(first, self._tz)
+
     def _regular_minute_start(self, minute_key: str) -> datetime | None:
         try:
             wall = datetime.strptime(minute_key, "%Y-%m-%d %H:%M")
@@ -60,6 +67,10 @@ def consistent_done_time(submit_at: datetime | None, done_at: datetime | None, t
     """``done_at``, or its second reading when the first would precede ``submit_at``."""
     if submit_at is None or done_at is None or done_at >= submit_at:
         return done_at
-    wall = done_at.astimezone(tz).replace(tzinfo=None)
-    later = localise(wall, tz, ambiguous="later")
+    later = later_reading(done_at, tz)
     return later if later >= submit_at else done_at
+
+
+def later_reading(done_at: datetime, tz: ZoneInfo) -> datetime:
+    """The second reading of ``done_at``'s wall-clock time (``done_at`` itself when there is only one)."""
+    return localise(done_at.astimezone(tz).replace(tzinfo=None), tz, ambiguous="later")

@@ -95,9 +95,13 @@ def test_no_header_at_all_is_an_error(tmp_path):
         _verify(_archive(tmp_path, "", bom=False))
 
 
-def test_short_row_is_an_error_naming_its_line(tmp_path):
+def test_short_row_is_an_error_naming_its_line_when_the_rows_are_read(tmp_path):
+    report = _verify(_archive(tmp_path, f"{HEADER}\r\n{ROW}\r\n919999999999,short\r\n"))  # verify reads no row
+
     with pytest.raises(DayReportError, match="line 3"):
-        _verify(_archive(tmp_path, f"{HEADER}\r\n{ROW}\r\n919999999999,short\r\n"))
+        report.row_count
+    with pytest.raises(DayReportError, match="line 3"):
+        list(report.rows())
 
 
 def test_unexpected_member_name_is_an_error(tmp_path):
@@ -107,7 +111,7 @@ def test_unexpected_member_name_is_an_error(tmp_path):
 
 def test_invalid_utf8_is_an_error(tmp_path):
     with pytest.raises(DayReportError, match="UTF-8"):
-        _verify(_archive(tmp_path, HEADER.encode() + b"\r\n" + ROW.encode().replace(b"hello", b"h\xffllo")))
+        _verify(_archive(tmp_path, HEADER.encode() + b"\r\n" + ROW.encode().replace(b"hello", b"h\xffllo"))).row_count
 
 
 def test_corrupt_archive_is_an_error(tmp_path):
