@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
 
+from sms_pipeline.core.provider_time import local_date
 from sms_pipeline.db import queries
 from sms_pipeline.orchestration.schedules import daily_days
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import Settings
 from tests.support.campaigns import add_campaign, campaign_worker
 from tests.support.numbers import numbers
+from tests.support.reconcile import world_for
 from tests.support.rows import ensure_partitions
 
 
@@ -194,7 +197,17 @@ def test_a_handed_over_row_whose_line_is_beyond_the_spread_is_proved_only_once_i
             "failed", "not_submitted", "not_found")
 
 
-def test_a_handed_over_row_sent_after_midnight_waits_for_the_following_days_reconciliation(world):
+@pytest.fixture
+def week_old_world(db_url, tmp_path):
+    """A world a day further back than the default: the test below runs the daily job of day + 6 at 02:30
+    provider-local, which with the default (six days back) is still ahead of real time between the provider's
+    midnight and 02:30 there (18:30-21:00 UTC for Asia/Kolkata)."""
+    yield from world_for(db_url, tmp_path,
+                         day=local_date(datetime.now(UTC), ZoneInfo("Asia/Kolkata")) - timedelta(days=7))
+
+
+def test_a_handed_over_row_sent_after_midnight_waits_for_the_following_days_reconciliation(week_old_world):
+    world = week_old_world
     due = world.day + timedelta(days=2)
     after_midnight = numbers(2, start=70)
     # Due at 22:00 of S, sent at 01:00 of S + 1, within the spread: its line is on S + 1's report.
