@@ -198,7 +198,7 @@ def _copy_member(conn: psycopg.Connection, report: DayReport, *, lenient: bool) 
                                                 identifiers={"columns": queries.column_list(columns)}) as sink:
         source = _Checksummed(raw)
         if lenient:
-            writer = csv.writer(sink, lineterminator="\n")
+            writer = csv.writer(sink, lineterminator="\n", quoting=csv.QUOTE_ALL)  # a lone \r quoted too
             writer.writerow(report.header)  # what HEADER skips
             writer.writerows(report.data_rows(source))
         while chunk := source.read(_CHUNK):  # all of it (the lenient pass: what csv left), for checksum and CRC
@@ -268,6 +268,7 @@ def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, day: date
             digest = fingerprint.text_fingerprint(text_key, text)
             if digest is not None:
                 sink.write_row((text, digest))
+    queries.run(conn, "analyze_table", identifiers={"table": sql.Identifier("day_report_fingerprints")})
     queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
     return queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
                        report_date=day).rowcount

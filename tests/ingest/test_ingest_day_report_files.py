@@ -256,3 +256,26 @@ def test_a_nul_byte_is_refused_by_the_database_naming_its_line(db, tmp_path):
 
     assert [snapshot(db, "dlr.day_report_rows", "line_no"),
             snapshot(db, "dlr.report_checkpoints", "report_date")] == before
+
+
+def test_a_long_message_loads_with_its_fingerprint(db, tmp_path):
+    """Longer than a btree entry may be, and incompressible: the day still loads (the text is never indexed)."""
+    long_text = "".join(chr(0x0900 + (n * 7919) % 0x7F) + str(n) for n in range(3000))
+    path = _archive(tmp_path, "\n".join([HEADER, _row(1, long_text), _row(2)]) + "\n")
+
+    load = _load(db, path)
+
+    assert load.rows == 2
+    assert _stored(db)[0][12] == text_fingerprint(TEXT_KEY, long_text)
+
+
+def test_a_lone_carriage_return_in_a_file_staged_through_python_loads(db, tmp_path):
+    """The lenient pass re-writes every value quoted, so a value holding a lone \\r reaches COPY intact."""
+    old_mac = '"old\rmac"'
+    text = f'{HEADER}\n{_row(1, old_mac)}\n\n{_row(2, extra=",x")}\n'
+    path = _archive(tmp_path, text)
+
+    load = _load(db, path)
+
+    assert load.rows == 2
+    assert _stored(db) == _expected(path, KOLKATA)
