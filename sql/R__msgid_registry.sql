@@ -75,55 +75,71 @@ DECLARE
     registered bigint;
     wanted bigint;
     holder_id bigint;
+    had_msgids boolean;
 BEGIN
     -- Most UPDATEs (the worker's claims and outcomes, upkeep) touch rows
     -- that have no msgId before or after: nothing for the registry to do.
     -- Two scans of the transition tables instead of three planned joins.
-    IF NOT EXISTS (SELECT FROM new_rows WHERE provider_message_id IS NOT NULL)
-       AND NOT EXISTS (SELECT FROM old_rows WHERE provider_message_id IS NOT NULL) THEN
+    had_msgids := EXISTS (SELECT FROM old_rows WHERE provider_message_id IS NOT NULL);
+    IF NOT had_msgids AND NOT EXISTS (SELECT FROM new_rows WHERE provider_message_id IS NOT NULL) THEN
         RETURN NULL;
     END IF;
 
-    -- Separate statements, not data-modifying CTEs: each must see the
-    -- previous one's writes (a msgId moved from one row to another).
     -- EXECUTE: planned for this statement's transition tables. A cached
     -- plan, made when the function first ran on an UPDATE of a few rows,
     -- would join a million rows with a nested loop.
-    EXECUTE $q$
-    DELETE FROM msg.provider_message_id_registry r
-     USING old_rows o
-      JOIN new_rows n ON n.id = o.id AND n.created_at = o.created_at
-     WHERE o.provider_message_id IS NOT NULL
-       AND n.provider_message_id IS DISTINCT FROM o.provider_message_id
-       AND r.provider_message_id = o.provider_message_id
-       AND r.message_id = o.id AND r.message_created_at = o.created_at$q$;
+    IF NOT had_msgids THEN
+        -- The reconciliation's case: msgIds written onto rows that had none.
+        -- Every msgId in new_rows is new to its row, so the old rows need
+        -- not be joined (at a million rows that join was most of the
+        -- trigger's time).
+        EXECUTE $q$
+        INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
+        SELECT provider_message_id, id, created_at
+          FROM new_rows
+         WHERE provider_message_id IS NOT NULL
+        ON CONFLICT (provider_message_id) DO NOTHING$q$;
+        GET DIAGNOSTICS registered = ROW_COUNT;
+        EXECUTE $q$SELECT count(*) FROM new_rows WHERE provider_message_id IS NOT NULL$q$ INTO wanted;
+    ELSE
+        -- Separate statements, not data-modifying CTEs: each must see the
+        -- previous one's writes (a msgId moved from one row to another).
+        EXECUTE $q$
+        DELETE FROM msg.provider_message_id_registry r
+         USING old_rows o
+          JOIN new_rows n ON n.id = o.id AND n.created_at = o.created_at
+         WHERE o.provider_message_id IS NOT NULL
+           AND n.provider_message_id IS DISTINCT FROM o.provider_message_id
+           AND r.provider_message_id = o.provider_message_id
+           AND r.message_id = o.id AND r.message_created_at = o.created_at$q$;
 
-    EXECUTE $q$
-    INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
-    SELECT n.provider_message_id, n.id, n.created_at
-      FROM new_rows n
-      JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
-     WHERE n.provider_message_id IS NOT NULL
-       AND n.provider_message_id IS DISTINCT FROM o.provider_message_id
-    ON CONFLICT (provider_message_id) DO NOTHING$q$;
-    GET DIAGNOSTICS registered = ROW_COUNT;
+        EXECUTE $q$
+        INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
+        SELECT n.provider_message_id, n.id, n.created_at
+          FROM new_rows n
+          JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
+         WHERE n.provider_message_id IS NOT NULL
+           AND n.provider_message_id IS DISTINCT FROM o.provider_message_id
+        ON CONFLICT (provider_message_id) DO NOTHING$q$;
+        GET DIAGNOSTICS registered = ROW_COUNT;
+
+        EXECUTE $q$
+        SELECT count(*)
+          FROM new_rows n
+          JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
+         WHERE n.provider_message_id IS NOT NULL
+           AND n.provider_message_id IS DISTINCT FROM o.provider_message_id$q$ INTO wanted;
+    END IF;
 
     -- Every new msgId registered: nothing can be held by another row. Only
-    -- when some were already there is the holder looked up.
-    EXECUTE $q$
-    SELECT count(*)
-      FROM new_rows n
-      JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
-     WHERE n.provider_message_id IS NOT NULL
-       AND n.provider_message_id IS DISTINCT FROM o.provider_message_id$q$ INTO wanted;
+    -- when some were already there is the holder looked up (a msgId written
+    -- again onto its own row is registered to it already, and passes).
     IF registered < wanted THEN
         EXECUTE $q$
         SELECT r.message_id
           FROM new_rows n
-          JOIN old_rows o ON o.id = n.id AND o.created_at = n.created_at
           JOIN msg.provider_message_id_registry r ON r.provider_message_id = n.provider_message_id
-         WHERE n.provider_message_id IS DISTINCT FROM o.provider_message_id
-           AND (r.message_id <> n.id OR r.message_created_at <> n.created_at)
+         WHERE r.message_id <> n.id OR r.message_created_at <> n.created_at
          LIMIT 1$q$ INTO holder_id;
         IF holder_id IS NOT NULL THEN
             RAISE EXCEPTION 'duplicate provider_message_id: already held by msg.outbound_message id=%', holder_id

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 from psycopg import errors
 
-from tests.support.rows import any_state_columns, fetch, insert_message, update_message
+from tests.support.rows import DEFAULTS, any_state_columns, fetch, insert_message, update_message
 
 SENTINELS = ["0", "", "null", "NULL", "-", " 42", "42 ", "4\t2"]
 MESSAGE_ID_COLUMNS = ["provider_txn_id", "provider_message_id", "provider_campaign_id", "dlt_entity_id", "dlt_template_id"]
@@ -160,18 +160,76 @@ def test_failed_by_proof_of_non_submission_is_not_billed(db):
     assert fetch(db, key, "state", "billable_units") == ("failed", None)
 
 
-def test_the_guards_fast_path_compares_every_column_but_state_and_updated_at(db):
-    # The trigger's WHEN clause lets the request-started step past the function only if nothing else moved:
-    # a column added to the table but not to that comparison would be a hole in the guard.
-    (definition,) = db.execute("SELECT pg_get_triggerdef(oid) FROM pg_trigger "
-                               "WHERE tgname = 'outbound_message_guard' AND tgrelid = 'msg.outbound_message'::regclass"
-                               ).fetchone()
-    columns = {name for (name,) in db.execute(
-        "SELECT attname FROM pg_attribute WHERE attrelid = 'msg.outbound_message'::regclass "
-        "AND attnum > 0 AND NOT attisdropped")}
-    # Postgres stores the row comparison column by column.
-    pairs = set(re.findall(r"old\.(\w+) IS DISTINCT FROM new\.(\w+)", definition))
-    assert pairs == {(c, c) for c in columns - {"state", "updated_at", "queue_state"}}
+def _compared_columns(text: str) -> set[str]:
+    """The columns a guard compares between OLD and NEW (``x IS [NOT] DISTINCT FROM y`` on the same column)."""
+    return {a.lower() for a, b in re.findall(r"(?:old|new)\.(\w+) IS (?:NOT )?DISTINCT FROM (?:old|new)\.(\w+)",
+                                             text, flags=re.IGNORECASE) if a.lower() == b.lower()}
+
+
+def test_the_guards_fast_path_compares_every_column_the_function_guards(db):
+    # The trigger's WHEN clause lets an update past the function only when none of the columns the function
+    # guards changed: a guard added to the function but not to that clause would be skipped on the fast path.
+    (function,) = db.execute("SELECT pg_get_functiondef('msg.outbound_message_before_update()'::regprocedure)"
+                             ).fetchone()
+    (trigger,) = db.execute("SELECT pg_get_triggerdef(oid) FROM pg_trigger "
+                            "WHERE tgname = 'outbound_message_guard' AND tgrelid = 'msg.outbound_message'::regclass"
+                            ).fetchone()
+    guarded = _compared_columns(function)
+    assert {"tenant_id", "cost", "segments", "message_fingerprint", "correlation_evidence", "body",
+            "recipient"} <= guarded
+    # The clause also reads what makes an update a real change with a new clock (state, reconciled_at,
+    # updated_at); the function reads the state through the transition rule.
+    assert _compared_columns(trigger) == guarded | {"state", "reconciled_at", "updated_at"}
+
+
+# Every column the function guards, changed inside an update shape the WHEN clause otherwise lets past
+# (the reconciliation's: submitted -> delivered with reconciled_at and updated_at stamped), and the
+# function's refusal for it.
+GUARDED_CHANGES = [
+    ("tenant_id = 'other'", "never change"),
+    ("business_key = 'other'", "never change"),
+    ("attempt_key = gen_random_uuid()", "never change"),
+    ("created_at = created_at + interval '1 second'", "never change"),
+    ("adopted_from = 'legacy:1'", "never change"),
+    ("segments = 2", "immutable once set"),
+    ("billable_units = 2", "immutable once set"),
+    ("cost = 0.5", "immutable once set"),
+    ("cost_currency = 'USD'", "immutable once set"),
+    ("message_fingerprint = decode(repeat('00', 32), 'hex')", "message_fingerprint is immutable"),
+    ("correlation_evidence = 'msgid'", "correlation_evidence is immutable"),
+    ("body = 'another text'", "a body only goes"),
+    ("body_length = 3", "a body only goes"),
+    ("recipient = '919800000002'", "a recipient only becomes"),
+]
+
+
+def _reconciled_shape(db, assignment: str) -> tuple[tuple[int, datetime], datetime]:
+    submitted = datetime.now(UTC) - timedelta(hours=1)
+    key = insert_message(db, state="submitted", **any_state_columns(submitted), cost=Decimal("0.1800"),
+                         cost_currency="INR", message_fingerprint=b"\x01" * 32, correlation_result="matched",
+                         correlation_evidence="transaction", body_length=len(DEFAULTS["body"]))
+    later = submitted + timedelta(minutes=30)
+    db.execute("UPDATE msg.outbound_message SET state = 'delivered', final_status = 'DELIVRD', "
+               f"reconciled_at = %(at)s, updated_at = %(at)s{', ' + assignment if assignment else ''} "
+               "WHERE id = %(id)s AND created_at = %(created_at)s",
+               {"at": later, "id": key[0], "created_at": key[1]})
+    return key, later
+
+
+@pytest.mark.parametrize(("assignment", "refusal"), GUARDED_CHANGES, ids=[a for a, _ in GUARDED_CHANGES])
+def test_the_fast_path_shape_still_refuses_each_guarded_change(db, assignment, refusal):
+    with pytest.raises(errors.CheckViolation, match=refusal):
+        _reconciled_shape(db, assignment)
+
+
+def test_the_reconciliations_update_shape_goes_through_with_its_clock(db):
+    key, later = _reconciled_shape(db, "provider_message_id = 'm-1', conflicting_final_status = 'UNDELIV'")
+    assert fetch(db, key, "state", "updated_at", "reconciled_at", "provider_message_id") == (
+        "delivered", later, later, "m-1")
+    # The same shape from a state it cannot leave that way is refused.
+    with pytest.raises(errors.CheckViolation, match="illegal state transition"):
+        db.execute("UPDATE msg.outbound_message SET state = 'submitted', reconciled_at = %s, updated_at = %s "
+                   "WHERE id = %s", (later + timedelta(minutes=1), later + timedelta(minutes=1), key[0]))
 
 
 def test_the_request_started_step_is_refused_if_it_changes_anything_else(db):

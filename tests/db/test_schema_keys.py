@@ -169,3 +169,23 @@ def test_a_msgid_set_by_update_is_unique_across_months(db):
         "SELECT provider_message_id, message_id FROM msg.provider_message_id_registry ORDER BY 1"
     ).fetchall()
     assert registry == [("77", other[0]), ("78", holder[0])]
+
+
+def test_one_update_writing_a_msgid_onto_two_rows_is_refused_and_registers_nothing(db):
+    # The reconciliation's case (rows without msgIds get theirs in one statement), which the registry's
+    # trigger takes without joining the old rows: a msgId twice in the statement is still refused.
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
+    first = insert_message(db, created_at=in_month(0))
+    second = insert_message(db, created_at=in_month(1))
+    third = insert_message(db, created_at=in_month(1, day=4))
+    statement = """UPDATE msg.outbound_message m SET provider_message_id = v.msg_id
+                     FROM (VALUES (%s::bigint, %s::timestamptz, %s), (%s, %s, %s)) v (id, created_at, msg_id)
+                    WHERE m.id = v.id AND m.created_at = v.created_at"""
+    with pytest.raises(errors.UniqueViolation, match="duplicate provider_message_id"):
+        db.execute(statement, (*first, "91", *second, "91"))
+    assert db.execute("SELECT count(*) FROM msg.provider_message_id_registry").fetchone() == (0,)
+    db.execute(statement, (*first, "91", *second, "92"))
+    registry = db.execute("SELECT provider_message_id, message_id FROM msg.provider_message_id_registry ORDER BY 1")
+    assert registry.fetchall() == [("91", first[0]), ("92", second[0])]
+    with pytest.raises(errors.UniqueViolation, match="duplicate provider_message_id"):
+        db.execute(statement, (*first, "91", *third, "92"))  # one row keeps its own, the other takes a held one
