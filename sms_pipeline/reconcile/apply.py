@@ -50,6 +50,7 @@ def apply_receipts(
     queries.run(conn, "reconcile_apply_events")
     transaction.analyze(conn, "reconcile_events")
     queries.run(conn, "reconcile_apply_decide")
+    queries.run(conn, "reconcile_apply_conflicts")
     transaction.analyze(conn, "reconcile_message_decisions")
     confirmed = queries.scalar(
         conn, "reconcile_apply_confirm_submission", time_zone=provider_timezone.key, now=now
