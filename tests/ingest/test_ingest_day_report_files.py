@@ -20,6 +20,7 @@ from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.core.fingerprint import text_fingerprint
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.provider_time import InvalidLocalTime
+from sms_pipeline.ingest import day_report
 from sms_pipeline.ingest.day_report import DayLoadError, load_day_report
 from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
 from sms_pipeline.provider import DayReportError
@@ -191,11 +192,16 @@ def test_the_checksum_is_the_sha256_of_the_csv_member_and_an_equal_one_writes_no
     assert snapshot(db, "dlr.day_report_rows", "line_no") == before
 
 
-def test_a_plain_file_is_not_parsed_in_python(db, tmp_path, monkeypatch):
+def _strict_only(monkeypatch) -> None:
+    """The rows may not be parsed in Python: the member's own bytes must be what COPY stages."""
     def refuse(self, raw):
         raise AssertionError("the rows were parsed in Python")
 
     monkeypatch.setattr(DayReport, "data_rows", refuse)
+
+
+def test_a_plain_file_is_not_parsed_in_python(db, tmp_path, monkeypatch):
+    _strict_only(monkeypatch)
     path = _archive(tmp_path, f"{HEADER}\r\n{_row(1)}\r\n")
 
     assert _load(db, path).rows == 1
@@ -279,3 +285,62 @@ def test_a_lone_carriage_return_in_a_file_staged_through_python_loads(db, tmp_pa
 
     assert load.rows == 2
     assert _stored(db) == _expected(path, KOLKATA)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, day_report._CHUNK], ids=lambda size: f"chunk{size}")
+def test_well_formed_quoted_fields_still_take_the_copy_of_the_file(db, tmp_path, monkeypatch, chunk):
+    """Quotes only opening a field, doubled or closing one: Postgres reads them as Python's csv, at any chunking."""
+    monkeypatch.setattr(day_report, "_CHUNK", chunk)
+    header = '"Message Id",' + HEADER.split(",", 1)[1].replace("Units", '"Units"')
+    lines = [header, _row(1, '"Dear ""Asha"", order, no. 7,\r\nships\nsoon"'), _row(2, '""""'),
+             _row(3, '""', done='""'), '"4",' + _row(4).split(",", 1)[1], _row(5, '"a "","""" b"'),
+             _row(6).rsplit(",", 1)[0] + ',"1"']
+    path = _archive(tmp_path, "\r\n".join(lines) + "\r\n", bom=True)
+    expected = _expected(path, KOLKATA)
+    _strict_only(monkeypatch)
+
+    load = _load(db, path)
+
+    assert load.rows == 6
+    assert _stored(db) == expected
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, day_report._CHUNK], ids=lambda size: f"chunk{size}")
+def test_a_quote_inside_an_unquoted_field_is_kept_as_python_read_it(db, tmp_path, monkeypatch, chunk):
+    """Postgres opens a quoted section at any quote: a stray one dropped its quotes or merged rows 2-4 into one."""
+    monkeypatch.setattr(day_report, "_CHUNK", chunk)
+    rows = [_row(1, 'He said "hi"'), _row(2, 'size 5" screen'), _row(3), _row(4, 'size 7" tab'), _row(5, '"ok"')]
+    path = _archive(tmp_path, "\n".join([HEADER, *rows]) + "\n")
+
+    load = _load(db, path)
+
+    assert load.rows == 5
+    assert _stored(db) == _expected(path, KOLKATA)
+    assert _stored(db)[0][12] == text_fingerprint(TEXT_KEY, 'He said "hi"')
+
+
+def test_a_closing_quote_followed_by_text_is_refused_as_python_refused_it(db, tmp_path):
+    """Postgres would have stored "ab"c as abc; the loads' csv reading refuses it (strict)."""
+    before = _previous_load(db, tmp_path)
+    path = _archive(tmp_path, "\n".join([HEADER, _row(1), _row(2, '"ab"c'), _row(3)]) + "\n")
+
+    with pytest.raises(DayReportError, match=r"^day report 2026-10-25: malformed CSV on line 3 "):
+        _load(db, path)
+
+    assert [snapshot(db, "dlr.day_report_rows", "line_no"),
+            snapshot(db, "dlr.report_checkpoints", "report_date")] == before
+
+
+@pytest.mark.parametrize("blank", ["\n", "\r\n", "\r\n\r\n"], ids=["lf", "crlf", "two"])
+@pytest.mark.parametrize("bom", [False, True], ids=["", "bom"])
+def test_a_blank_line_before_the_header_does_not_load_the_header_as_a_row(db, tmp_path, blank, bom):
+    """HEADER true skips the first line only; Python's csv skipped the blank lines first."""
+    text = blank + "\r\n".join([HEADER, _row(1), _row(2)]) + "\r\n"
+    path = _archive(tmp_path, text, bom=bom)
+
+    load = _load(db, path)
+
+    assert load.rows == 2
+    assert [r[0] for r in _stored(db)] == ["1", "2"]
+    assert _stored(db) == _expected(path, KOLKATA)
+    assert load.checksum == hashlib.sha256((b"\xef\xbb\xbf" if bom else b"") + text.encode()).hexdigest()
