@@ -13,7 +13,8 @@ mixed line ends) is staged again through Python's csv, which the provider's
 files were always read with and which tolerates them; the same INSERT
 follows. So is a file the two parsers would read differently (a quote inside
 an unquoted field or text after a closing one, a blank line before the
-header), found while its bytes stream. A bad file (a member failing its CRC,
+header, a ``\\.`` line, which ends the data for Postgres before 18), found
+while its bytes stream. A bad file (a member failing its CRC,
 bytes that are not UTF-8, a row shorter than the header) raises
 ``DayReportError``, a row the database refuses ``DayLoadError``, each naming
 the date and the first bad line it knows (never the row's content), and
@@ -68,6 +69,7 @@ _MISSING_DATA = "missing data for column"
 _BOM = b"\xef\xbb\xbf"
 _QUOTE = ord('"')
 _FIELD_ENDS = b",\r\n"
+_END_OF_DATA = b"\\."
 # Unquoted bytes and whole quoted fields opening after a field end, holding only doubled quotes and
 # closing before one: what both parsers read alike, skipped in C (the per-quote loop was 2x slower).
 _AGREED = re.compile(rb'[^"]*(?:(?<=[,\r\n])"[^"]*(?:""[^"]*)*"(?=[,\r\n])[^"]*)*')
@@ -225,16 +227,26 @@ class _ReadDifferently(Exception):
 
 
 def _copy_as_python_reads(source: BinaryIO, sink: psycopg.Copy) -> None:
-    """All of ``source`` into ``sink``; ``_ReadDifferently`` as soon as Postgres would read it otherwise."""
+    """All of ``source`` into ``sink``; ``_ReadDifferently`` as soon as Postgres would read it otherwise.
+
+    Besides the quotes, a line holding only ``\\.`` ends the data for
+    Postgres before 18, which drops the rest of the file without an error.
+    Any ``\\.`` (rare in a day report) sends the file to Python's csv, which
+    reads it as a value.
+    """
     chunk = source.read(max(_CHUNK, len(_BOM) + 1))  # the first read sees past a BOM, whatever the chunk size
     text = chunk[len(_BOM):] if chunk.startswith(_BOM) else chunk
     if text[:1] in (b"\r", b"\n"):  # HEADER would skip this line, not the header; Python's csv skips it
         raise _ReadDifferently("a blank line before the header")
     quotes = _QuoteCheck()
+    last = b""
     while chunk:
+        if _END_OF_DATA in text or (last == b"\\" and text[:1] == b"."):
+            raise _ReadDifferently("an end-of-data marker for Postgres before 18")
         if not quotes.agree(text):
             raise _ReadDifferently("a quote Python's csv keeps as text or refuses")
         sink.write(chunk)
+        last = chunk[-1:]
         chunk = text = source.read(_CHUNK)
 
 

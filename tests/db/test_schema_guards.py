@@ -199,6 +199,7 @@ GUARDED_CHANGES = [
     ("correlation_evidence = 'msgid'", "correlation_evidence is immutable"),
     ("body = 'another text'", "a body only goes"),
     ("body_length = 3", "a body only goes"),
+    ("body_redacted_at = now()", "a body only goes"),
     ("recipient = '919800000002'", "a recipient only becomes"),
 ]
 

@@ -344,3 +344,44 @@ def test_a_blank_line_before_the_header_does_not_load_the_header_as_a_row(db, tm
     assert [r[0] for r in _stored(db)] == ["1", "2"]
     assert _stored(db) == _expected(path, KOLKATA)
     assert load.checksum == hashlib.sha256((b"\xef\xbb\xbf" if bom else b"") + text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, day_report._CHUNK], ids=lambda size: f"chunk{size}")
+def test_an_end_of_data_line_is_a_short_row_not_the_end_of_the_file(db, tmp_path, monkeypatch, chunk):
+    """Before Postgres 18, a line holding only \\. ended a CSV COPY: the rows after it were dropped silently."""
+    monkeypatch.setattr(day_report, "_CHUNK", chunk)
+    path = _archive(tmp_path, "\n".join([HEADER, _row(1), "\\.", _row(2), _row(3)]) + "\n")
+
+    with pytest.raises(DayReportError, match=r"^day report 2026-10-25: row ending on line 3 has 1 fields, "):
+        _load(db, path)
+
+    assert _stored(db) == []
+
+
+def test_a_backslash_dot_inside_a_text_loads_as_python_read_it(db, tmp_path):
+    path = _archive(tmp_path, "\n".join([HEADER, _row(1, "see C:\\.cache"), _row(2, "\\.")]) + "\n")
+
+    load = _load(db, path)
+
+    assert load.rows == 2
+    assert _stored(db) == _expected(path, KOLKATA)
+
+
+# (file, whether Postgres' CSV parser reads its quotes as Python's csv does)
+QUOTINGS = [
+    (b'a,b\n"x""y",z\n', True),
+    (b'a,b\n"a,\r\nb",c\r\n', True),
+    (b'a,b\n"",""\n"ab"', True),  # the last quote closes at the end of the file
+    (b'a,b\n"ab"c,d\n', False),  # text after a closing quote
+    (b'a,b\n"ab" ,d\n', False),
+    (b'a,b\nab"c,d\n', False),  # a quote inside an unquoted field
+    (b'a,b\nx,"a""b"c\n', False),
+]
+
+
+@pytest.mark.parametrize(("data", "agree"), QUOTINGS, ids=[repr(d) for d, _ in QUOTINGS])
+def test_the_quote_check_gives_one_answer_however_the_file_is_chunked(data, agree):
+    for size in range(1, len(data) + 1):
+        check = day_report._QuoteCheck()
+        chunks = [data[i:i + size] for i in range(0, len(data), size)]
+        assert all(check.agree(chunk) for chunk in chunks) is agree, f"chunks of {size}"
