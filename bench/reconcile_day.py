@@ -220,7 +220,7 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
                 correlation_window_s=settings.correlation_window_s, campaign_send_spread_s=settings.campaign_send_spread_s,
                 non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
                 resend_after_proof_classes=settings.resend_classes, resend_max_age_h=settings.resend_max_age_h,
-                max_send_delay_h=settings.max_send_delay_h,
+                max_send_delay_h=settings.max_send_delay_h, work_mem_mb=settings.reconcile_work_mem_mb,
             )
             reconcile_s = time.perf_counter() - started
         growth = sampler.peak_growth_mb()

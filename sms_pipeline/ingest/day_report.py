@@ -36,6 +36,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import logging
 import re
 import tempfile
 import time
@@ -62,6 +63,8 @@ from sms_pipeline.provider.results import DayReportError
 
 REPORT_KIND = "day"
 # pg_advisory_xact_lock(class, day): one load of a given day at a time.
+log = logging.getLogger(__name__)
+
 _LOCK_CLASS = 0x5A5_0701
 _CHUNK = 1 << 20
 _COPY_LINE = re.compile(r"^COPY day_report_staging, line (\d+)")
@@ -189,17 +192,20 @@ def _stage(conn: psycopg.Connection, report: DayReport) -> str:
     try:
         with conn.transaction():  # a savepoint: the lenient pass starts from no staging table
             return _copy_member(conn, report, lenient=False)
-    except _ReadDifferently:
-        pass  # staged through Python's csv below
+    except _ReadDifferently as exc:
+        reason = str(exc)
     except psycopg.errors.BadCopyFileFormat as exc:
         # A short row is bad for Python's csv too; anything else about the shape (a longer row, a
         # blank line: "missing data" of an empty row, mixed line ends) is for it to judge.
         if exc.diag.message_primary.startswith(_MISSING_DATA) and _quotes_a_row(exc):
             raise _bad_file(report.day, f"the row on {_line_of(exc)} has fewer fields than the header") from None
+        reason = f"Postgres' CSV parser refused its shape ({exc.diag.message_primary})"
     except psycopg.errors.CharacterNotInRepertoire as exc:
         if not exc.diag.message_primary.endswith("0x00"):  # a NUL byte is UTF-8 no Postgres text can hold
             raise _bad_file(report.day, f"{_line_of(exc)} is not valid UTF-8 text") from None
         raise
+    # On-call's answer to "why was this day's load slow": the reason names a shape, never a value.
+    log.info("day report %s staged through Python's csv, the slower path: %s", report.day.isoformat(), reason)
     with conn.transaction():
         return _copy_member(conn, report, lenient=True)
 

@@ -81,7 +81,7 @@ def reconcile(conn: psycopg.Connection, day: date, app_clock: Clock, pipeline: P
         campaign_send_spread_s=pipeline.campaign_send_spread_s,
         non_submission_grace_h=pipeline.non_submission_grace_h, partition_start=FIRST_DAY,
         resend_after_proof_classes=pipeline.resend_classes, resend_max_age_h=pipeline.resend_max_age_h,
-        max_send_delay_h=pipeline.max_send_delay_h,
+        max_send_delay_h=pipeline.max_send_delay_h, work_mem_mb=pipeline.reconcile_work_mem_mb,
     )
 
 

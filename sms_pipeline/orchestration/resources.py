@@ -106,6 +106,7 @@ class PipelineResource(dg.ConfigurableResource):
     validity_h: int = _default("validity_h")
     report_concurrency: int = _default("report_concurrency")
     lookback_days: int = _default("lookback_days")
+    reconcile_work_mem_mb: int = _default("reconcile_work_mem_mb")
     text_hmac_key: str | None = None  # an EnvVar reference in a deployment (see build_resources)
     home: str = str(_default("home"))  # where the text key is kept when none is configured
 
@@ -184,6 +185,7 @@ def build_resources(settings: Settings, *, secrets_by_name: bool = True) -> dict
             validity_h=settings.validity_h,
             report_concurrency=settings.report_concurrency,
             lookback_days=settings.lookback_days,
+            reconcile_work_mem_mb=settings.reconcile_work_mem_mb,
             text_hmac_key=secret("SMS_PIPELINE_TEXT_HMAC_KEY", settings.text_hmac_key),
             home=str(settings.home),
         ),

@@ -98,6 +98,7 @@ def reconcile_day(
     resend_max_age_h: int,
     max_send_delay_h: int,
     campaign_send_spread_s: int,
+    work_mem_mb: int,
 ) -> ReconcileResult:
     """Store day ``day``'s receipt events, correlate, move states, settle orphans, prove the day,
     re-send what was proved never submitted, record the day's loaded report as reconciled, then prove
@@ -113,7 +114,8 @@ def reconcile_day(
     ``non_submission_grace_h`` and ``partition_start``: see :func:`prove_non_submission`;
     ``resend_after_proof_classes``, ``resend_max_age_h`` (measured on ``clock``) and
     ``max_send_delay_h`` (a new attempt's send window): see
-    :func:`~sms_pipeline.reconcile.resend.resend_after_proof`.
+    :func:`~sms_pipeline.reconcile.resend.resend_after_proof`;
+    ``work_mem_mb``: the transaction's ``work_mem`` (docs/design.md#reconciliation-memory).
     """
     transaction.require_no_open_transaction(conn)
     started = time.perf_counter()
@@ -124,7 +126,7 @@ def reconcile_day(
     spread = timedelta(seconds=campaign_send_spread_s)
     with conn.transaction():
         transaction.lock(conn)
-        transaction.use_set_based_memory(conn)
+        transaction.use_memory(conn, work_mem_mb)
         receipts = stage_new_receipts(conn, day, now)
         # Provider-side campaign rows whose transaction the day's report shows sent: submitted (billed at
         # their time) before the day is correlated; what the report does not show waits for the worker.

@@ -15,11 +15,10 @@ from sms_pipeline.db import queries
 # whichever process starts it (Dagster run, CLI, benchmark).
 RECONCILE_LOCK = 0x5A5_0801
 
-# Memory for one transaction's sorts and hash joins. A day's set-based
-# statements join hundreds of thousands of events and rows (the msgId
-# registry trigger joins the UPDATE's before and after images); at the
-# server's default 4 MB they spill to temporary files.
-SET_BASED_WORK_MEM = "64MB"
+# Memory for each sort, hash and trigger transition table of a pass over new
+# pushes, which reads a few events at a time. The day's run takes its own from
+# the settings (SMS_PIPELINE_RECONCILE_WORK_MEM_MB, docs/design.md#reconciliation-memory).
+PUSH_PASS_WORK_MEM_MB = 64
 
 
 def require_no_open_transaction(conn: psycopg.Connection) -> None:
@@ -37,9 +36,9 @@ def lock(conn: psycopg.Connection) -> None:
     queries.run(conn, "advisory_xact_lock", key=RECONCILE_LOCK)
 
 
-def use_set_based_memory(conn: psycopg.Connection) -> None:
-    """Raise ``work_mem`` until this transaction ends (``SET LOCAL``)."""
-    queries.run(conn, "set_local_work_mem", work_mem=SET_BASED_WORK_MEM)
+def use_memory(conn: psycopg.Connection, megabytes: int) -> None:
+    """``work_mem`` of ``megabytes`` until this transaction ends (``SET LOCAL``)."""
+    queries.run(conn, "set_local_work_mem", work_mem=f"{megabytes}MB")
 
 
 def analyze(conn: psycopg.Connection, temporary_table: str) -> None:

@@ -8,6 +8,7 @@ reading the loads always had), each time read with ``LocalTimeParser`` and
 from __future__ import annotations
 
 import hashlib
+import logging
 import unicodedata
 import zipfile
 from datetime import UTC, date, datetime
@@ -317,6 +318,32 @@ def test_a_quote_inside_an_unquoted_field_is_kept_as_python_read_it(db, tmp_path
     assert load.rows == 5
     assert _stored(db) == _expected(path, KOLKATA)
     assert _stored(db)[0][12] == text_fingerprint(TEXT_KEY, 'He said "hi"')
+
+
+@pytest.mark.parametrize(("lines", "reason"), [
+    ([HEADER, "\n", _row(1), "\n", _row(2, 'size 5" screen'), "\n"],
+     "a quote Python's csv keeps as text or refuses"),
+    ([HEADER, "\r\n", _row(1), "\n", _row(2, "size 7 tab"), "\n"],
+     "Postgres' CSV parser refused its shape (unquoted newline found in data)"),
+], ids=["stray-quote", "mixed-line-ends"])
+def test_the_slower_path_is_logged_with_its_reason_and_nothing_of_the_row(db, tmp_path, caplog, lines, reason):
+    """On-call reads why a day's load took Python's csv; the line names the file's shape, never a value."""
+    path = _archive(tmp_path, "".join(lines))
+
+    with caplog.at_level(logging.INFO, logger=day_report.__name__):
+        _load(db, path)
+
+    (line,) = [r.getMessage() for r in caplog.records if "Python's csv" in r.getMessage()]
+    assert line == f"day report 2026-10-25 staged through Python's csv, the slower path: {reason}"
+
+
+def test_a_file_both_parsers_read_alike_logs_no_slower_path(db, tmp_path, caplog):
+    path = _archive(tmp_path, "\n".join([HEADER, _row(1, '"ok, quoted"'), _row(2)]) + "\n")
+
+    with caplog.at_level(logging.INFO, logger=day_report.__name__):
+        _load(db, path)
+
+    assert not [r for r in caplog.records if "Python's csv" in r.getMessage()]
 
 
 def test_a_closing_quote_followed_by_text_is_refused_as_python_refused_it(db, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sms_pipeline.db import queries
 from tests.support.numbers import numbers
 
 
@@ -21,3 +22,27 @@ def test_a_day_of_batch_sends_reconciles_to_the_simulators_outcomes(world):
         assert row["state"] == world.expected_state(row["provider_message_id"], download_at)
         states.add(row["state"])
     assert {"delivered", "failed", "submitted"} <= states  # the simulator's mix reached the rows
+
+
+def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(world, monkeypatch):
+    """SMS_PIPELINE_RECONCILE_WORK_MEM_MB reaches the message UPDATE through the Dagster resource, and
+    ends with the transaction (SET LOCAL): the connection's next statement has the server's own value."""
+    world.settings = world.settings.model_copy(update={"reconcile_work_mem_mb": 96})
+    seen: list[tuple[str, str]] = []
+    run = queries.run
+
+    def run_and_look(conn, name, /, **kwargs):
+        if name == "reconcile_apply_messages":
+            seen.append((name, conn.execute("SHOW work_mem").fetchone()[0]))
+        return run(conn, name, **kwargs)
+
+    monkeypatch.setattr(queries, "run", run_and_look)
+    world.send(numbers(3))
+    world.move_to(world.at(world.day + timedelta(days=1), 3))
+    server_default = world.conn.execute("SHOW work_mem").fetchone()[0]
+
+    world.run_daily(world.day)
+
+    assert ("reconcile_apply_messages", "96MB") in seen
+    assert server_default != "96MB"
+    assert world.conn.execute("SHOW work_mem").fetchone()[0] == server_default

@@ -145,7 +145,8 @@ def test_a_push_nothing_matches_after_the_hold_becomes_an_orphan_the_daily_run_r
                             correlation_window_s=world.settings.correlation_window_s,
                             campaign_send_spread_s=world.settings.campaign_send_spread_s, non_submission_grace_h=24,
                             partition_start=world.day - timedelta(days=10), resend_after_proof_classes=(),
-                            resend_max_age_h=72, max_send_delay_h=24)
+                            resend_max_age_h=72, max_send_delay_h=24,
+                            work_mem_mb=world.settings.reconcile_work_mem_mb)
     assert day.orphans.resolved == 1
     assert world.row(key)["state"] == "delivered"
 

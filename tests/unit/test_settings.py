@@ -14,6 +14,7 @@ def test_defaults_follow_design():
     assert s.partition_start is None  # the database records one (docs/design.md#first-partition-day)
     assert (s.correlation_window_s, s.claim_lease_s, s.validity_h) == (90, 300, 96)
     assert (s.lookback_days, s.non_submission_grace_h, s.batch_size) == (5, 24, 500)
+    assert s.reconcile_work_mem_mb == 256  # docs/design.md#reconciliation-memory
 
 
 def test_unknown_variable_is_one_line_error_naming_it():
@@ -34,6 +35,9 @@ def test_unknown_provider_variable_refused_too():
         ("SMS_PIPELINE_BATCH_SIZE", "many"),
         ("SMS_PIPELINE_BATCH_SIZE", "0"),
         ("SMS_PIPELINE_BATCH_SIZE", "5.0"),
+        ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "0"),
+        ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "2097152"),  # past Postgres' limit: refused here, not mid-run
+        ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "1GB"),
         ("SMS_PROVIDER_TIMEZONE", "Mars/Olympus"),
         ("SMS_PIPELINE_PARTITION_START", "2026-13-01"),
         ("SMS_PIPELINE_DATABASE_URL", "mysql://x"),
