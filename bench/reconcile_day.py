@@ -20,10 +20,13 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    rows, then one UPDATE per row of the message copy;
 4. the floor on the same file: COPY of the CSV into an unlogged table, one
    INSERT ... SELECT of the receipts into a table keyed (msgId, status),
-   one set-based UPDATE ... FROM of the message copy. Before it (not timed)
+   one set-based UPDATE ... FROM of the message copy, with the pipeline's
+   work_mem (SMS_PIPELINE_RECONCILE_WORK_MEM_MB). Before it (not timed)
    a VACUUM ANALYZE of the whole database and a CHECKPOINT, as the pipeline
    starts with a CHECKPOINT: otherwise autovacuum cleans up after the
-   pipeline while the floor runs, and the floor's UPDATE took 23 to 51 s.
+   pipeline while the floor runs. The floor's UPDATE still varies from run
+   to run (17-34 s at 1M on the 2-core machine of bench/RESULTS.md), so
+   compare ratios over several runs.
 
 Memory: resident set size sampled every 20 ms by a thread (psutil), so C
 allocations (psycopg, zip, Postgres client buffers) count; growth is the peak
@@ -288,10 +291,12 @@ def run_naive(url: str, csv_path: Path, rows: int) -> float:
     return time.perf_counter() - started
 
 
-def run_floor(url: str, csv_path: Path) -> list[Stage]:
-    """The minimal writes by hand: COPY, one INSERT ... SELECT, one UPDATE ... FROM."""
+def run_floor(url: str, csv_path: Path, work_mem_mb: int) -> list[Stage]:
+    """The minimal writes by hand: COPY, one INSERT ... SELECT, one UPDATE ... FROM, with the pipeline's
+    work_mem (at the server's 4 MB the UPDATE's hash join would spill, and a slower floor flatters the ratio)."""
     columns = ", ".join(f"{c} text" for c in _FLOOR_CSV_COLUMNS)
     with connection.connect_url(url, autocommit=True) as conn:
+        conn.execute("SELECT set_config('work_mem', %s, false)", (f"{work_mem_mb}MB",))
         conn.execute(f"CREATE UNLOGGED TABLE bench_floor.csv_rows ({columns})")
         conn.execute("""CREATE TABLE bench_floor.receipts (
                             provider_message_id text, status_word text, transaction_id text, recipient text,
@@ -365,7 +370,7 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
                 # The whole database, not only the copy: the pipeline left a million dead message rows and
                 # new receipt and report rows, and autovacuum would clean them up while the floor runs.
                 conn.execute("VACUUM ANALYZE")
-            floor = run_floor(url, csv_path)
+            floor = run_floor(url, csv_path, settings.reconcile_work_mem_mb)
     finally:
         if not keep:
             with connection.connect_url(admin, autocommit=True) as conn:

@@ -109,13 +109,14 @@ def _segment_limit(value: int) -> int:
 # bound), and a claim holds that many rows until its answer is written.
 MAX_CAMPAIGN_REQUEST_SIZE = 100_000
 
-MAX_WORK_MEM_MB = 2_097_151  # work_mem is at most 2147483647 kB
-
 
 def _campaign_request_size(value: int) -> int:
     if not 1 <= value <= MAX_CAMPAIGN_REQUEST_SIZE:
         raise ValueError(f"must be a whole number from 1 to {MAX_CAMPAIGN_REQUEST_SIZE:,}")
     return value
+
+
+MAX_WORK_MEM_MB = 2_097_151  # Postgres' work_mem is at most 2147483647 kB
 
 
 def _work_mem_mb(value: int) -> int:
@@ -261,8 +262,8 @@ class Settings(BaseSettings):
         "SMS_PIPELINE_VALIDITY_H", 96, "hours after submission before a receipt-less message expires")
     reconcile_work_mem_mb: Annotated[int, AfterValidator(_work_mem_mb)] = _setting(
         "SMS_PIPELINE_RECONCILE_WORK_MEM_MB", 256,
-        "Postgres work_mem (MB) of a day's reconciliation, for each of its sorts, hashes and the message "
-        "update's transition tables; its server process peaks near twice this on a day of a million messages")
+        "Postgres work_mem (MB) of the daily and hourly reconciliation's transaction, for each of its sorts, "
+        "hashes and the message update's transition tables; lower it on a small server (slower, same result)")
     lookback_days: NonNegativeInt = _setting(
         "SMS_PIPELINE_LOOKBACK_DAYS", 5, "days re-run by the daily schedule to catch late receipts")
     non_submission_grace_h: NonNegativeInt = _setting(

@@ -62,9 +62,9 @@ from sms_pipeline.provider.dayfile import DayReport
 from sms_pipeline.provider.results import DayReportError
 
 REPORT_KIND = "day"
-# pg_advisory_xact_lock(class, day): one load of a given day at a time.
 log = logging.getLogger(__name__)
 
+# pg_advisory_xact_lock(class, day): one load of a given day at a time.
 _LOCK_CLASS = 0x5A5_0701
 _CHUNK = 1 << 20
 _COPY_LINE = re.compile(r"^COPY day_report_staging, line (\d+)")
@@ -101,6 +101,8 @@ class DayReportLoad:
     statuses: StatusCounts  # rows per canonical status word; unmapped ones apart
     ignored_columns: tuple[str, ...] = ()  # header names the client's column map does not know
     skipped_same_checksum: bool = False  # the loaded report had this checksum: nothing written
+    # Why the file went through Python's csv rather than the copy of its own bytes (None: it did not).
+    slower_path_reason: str | None = None
     duration_s: float = 0.0
     loaded_at: datetime | None = None  # when the rows now in the table were loaded
 
@@ -134,7 +136,7 @@ def load_day_report(
             with conn.transaction():
                 queries.run(conn, "advisory_xact_lock_pair", lock_class=_LOCK_CLASS, key=day.toordinal())
                 previous = checkpoints.read(conn, REPORT_KIND, day)
-                checksum = _stage(conn, report)
+                checksum, slower_path_reason = _stage(conn, report)
                 key_id = fingerprint.key_id(text_key)
                 if previous is not None and previous.unchanged(checksum, key_id):
                     # Nothing to rewrite, but the content is confirmed as of
@@ -142,7 +144,7 @@ def load_day_report(
                     queries.run(conn, "ingest_report_confirm", report_kind=REPORT_KIND, report_date=day,
                                 fetched_at=fetched_at)
                     return _summarise(conn, report, checksum, skipped=True, loaded_at=previous.loaded_at,
-                                      started=started)
+                                      started=started, slower_path_reason=slower_path_reason)
                 if allow_shrink:
                     report_guards.allow_shrink(conn)  # the database's guard too, for this transaction
                 rows = _replace_rows(conn, partition, day, tz, text_key)
@@ -154,7 +156,8 @@ def load_day_report(
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                             checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,
                             loaded_at=loaded_at, fingerprint_key_id=key_id)
-                return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started)
+                return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started,
+                                  slower_path_reason=slower_path_reason)
         except psycopg.Error as exc:
             # Only the primary message and the line: DETAIL and CONTEXT may quote a row (a recipient number).
             reason = exc.diag.message_primary or type(exc).__name__
@@ -181,8 +184,9 @@ def _ensure_partition(conn: psycopg.Connection, day: date) -> sql.Identifier:
     return sql.Identifier(*schema_and_name)
 
 
-def _stage(conn: psycopg.Connection, report: DayReport) -> str:
-    """The CSV member into ``day_report_staging``; the SHA-256 of the member's bytes.
+def _stage(conn: psycopg.Connection, report: DayReport) -> tuple[str, str | None]:
+    """The CSV member into ``day_report_staging``; the SHA-256 of the member's bytes, and why it took
+    the slower path (``None``: it did not).
 
     Its bytes as they are, checksummed in the same pass. A file whose shape
     Postgres' CSV parser refuses but Python's csv accepts, or that the two
@@ -191,7 +195,7 @@ def _stage(conn: psycopg.Connection, report: DayReport) -> str:
     """
     try:
         with conn.transaction():  # a savepoint: the lenient pass starts from no staging table
-            return _copy_member(conn, report, lenient=False)
+            return _copy_member(conn, report, lenient=False), None
     except _ReadDifferently as exc:
         reason = str(exc)
     except psycopg.errors.BadCopyFileFormat as exc:
@@ -204,10 +208,11 @@ def _stage(conn: psycopg.Connection, report: DayReport) -> str:
         if not exc.diag.message_primary.endswith("0x00"):  # a NUL byte is UTF-8 no Postgres text can hold
             raise _bad_file(report.day, f"{_line_of(exc)} is not valid UTF-8 text") from None
         raise
-    # On-call's answer to "why was this day's load slow": the reason names a shape, never a value.
-    log.info("day report %s staged through Python's csv, the slower path: %s", report.day.isoformat(), reason)
     with conn.transaction():
-        return _copy_member(conn, report, lenient=True)
+        checksum = _copy_member(conn, report, lenient=True)
+    # The answer to "why was this day's load slow" (also in the asset's metadata): a shape, never a value.
+    log.info("day report %s staged through Python's csv, the slower path: %s", report.day.isoformat(), reason)
+    return checksum, reason
 
 
 def _copy_member(conn: psycopg.Connection, report: DayReport, *, lenient: bool) -> str:
@@ -386,6 +391,7 @@ def _summarise(
     skipped: bool,
     loaded_at: datetime,
     started: float,
+    slower_path_reason: str | None,
 ) -> DayReportLoad:
     params = {"report_date": report.day}
     rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", **params).fetchone()
@@ -400,6 +406,7 @@ def _summarise(
         statuses=statuses,
         ignored_columns=report.ignored_columns,
         skipped_same_checksum=skipped,
+        slower_path_reason=slower_path_reason,
         duration_s=time.perf_counter() - started,
         loaded_at=loaded_at,
     )

@@ -202,6 +202,8 @@ def day_report_metadata(conn: psycopg.Connection, load: DayReportLoad) -> dict[s
         **_statuses(load.statuses),
         "unparsed_times": load.unparsed_times,
         "ignored_columns": ", ".join(load.ignored_columns) or "none",
+        # Python's csv instead of the copy of the file's own bytes, and why (a shape, never a value)
+        "slower_path": load.slower_path_reason or "none",
         "duration_s": round(load.duration_s, 3),
         "loaded_at": dg.MetadataValue.timestamp(load.loaded_at) if load.loaded_at else "never",
     }

@@ -1,7 +1,7 @@
 """One provider day, end to end: receipts, correlation, state moves, orphans, proof, re-send after proof.
 
-:func:`reconcile_day` is what the Dagster assets, the benchmark and the CLI
-call. Everything runs in one transaction: the steps read each other's
+:func:`reconcile_day` is what the Dagster assets (also when the CLI runs them)
+and the benchmark call. Everything runs in one transaction: the steps read each other's
 temporary tables, each receipt event is written once (after its
 correlation and disposition are known, never stored uncorrelated and then
 rewritten), and a failure leaves the day exactly as it was.

@@ -61,6 +61,7 @@ def test_one_day_loads_every_message_of_the_day_once(app_settings, clock, sim, c
     assert meta["dagster/table_name"] == "dlr.day_report_rows"
     assert rows == 65 and size > 0 and loaded_at == clock.now()
     assert meta["unchanged"] is False and meta["duplicates"] == 0 and meta["unmapped_rows"] == 0
+    assert meta["slower_path"] == "none"  # the file's own bytes were copied
     assert sum(meta["statuses"].values()) == 65
     shown = repr(meta)
     assert not any(mobile in shown for mobile in (r[2] for r in loaded.values()))  # no recipient numbers

@@ -24,6 +24,7 @@ from sms_pipeline.core.provider_time import InvalidLocalTime
 from sms_pipeline.ingest import day_report
 from sms_pipeline.ingest.day_report import DayLoadError, load_day_report
 from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
+from sms_pipeline.orchestration.ingest_assets import day_report_metadata
 from sms_pipeline.provider import DayReportError
 from sms_pipeline.provider.dayfile import DayReport, verify
 from tests.support.rows import snapshot
@@ -326,23 +327,35 @@ def test_a_quote_inside_an_unquoted_field_is_kept_as_python_read_it(db, tmp_path
     ([HEADER, "\r\n", _row(1), "\n", _row(2, "size 7 tab"), "\n"],
      "Postgres' CSV parser refused its shape (unquoted newline found in data)"),
 ], ids=["stray-quote", "mixed-line-ends"])
-def test_the_slower_path_is_logged_with_its_reason_and_nothing_of_the_row(db, tmp_path, caplog, lines, reason):
-    """On-call reads why a day's load took Python's csv; the line names the file's shape, never a value."""
+def test_the_slower_path_is_shown_with_its_reason_and_nothing_of_the_row(db, tmp_path, caplog, lines, reason):
+    """On-call reads why a day's load took Python's csv, in the asset's metadata and the log: the file's
+    shape, never a value."""
     path = _archive(tmp_path, "".join(lines))
 
     with caplog.at_level(logging.INFO, logger=day_report.__name__):
-        _load(db, path)
+        load = _load(db, path)
 
+    assert day_report_metadata(db, load)["slower_path"] == reason
     (line,) = [r.getMessage() for r in caplog.records if "Python's csv" in r.getMessage()]
     assert line == f"day report 2026-10-25 staged through Python's csv, the slower path: {reason}"
+
+
+def test_a_file_python_refuses_too_is_not_reported_as_staged(db, tmp_path, caplog):
+    path = _archive(tmp_path, "\n".join([HEADER, _row(1, 'size 5" screen'), _row(2, '"ab"c')]) + "\n")
+
+    with caplog.at_level(logging.INFO, logger=day_report.__name__), pytest.raises(DayReportError):
+        _load(db, path)
+
+    assert not [r for r in caplog.records if "Python's csv" in r.getMessage()]
 
 
 def test_a_file_both_parsers_read_alike_logs_no_slower_path(db, tmp_path, caplog):
     path = _archive(tmp_path, "\n".join([HEADER, _row(1, '"ok, quoted"'), _row(2)]) + "\n")
 
     with caplog.at_level(logging.INFO, logger=day_report.__name__):
-        _load(db, path)
+        load = _load(db, path)
 
+    assert load.slower_path_reason is None
     assert not [r for r in caplog.records if "Python's csv" in r.getMessage()]
 
 

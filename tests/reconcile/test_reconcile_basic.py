@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import psycopg
+
 from sms_pipeline.db import queries
 from tests.support.numbers import numbers
 
@@ -26,15 +28,17 @@ def test_a_day_of_batch_sends_reconciles_to_the_simulators_outcomes(world):
 
 def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(world, monkeypatch):
     """SMS_PIPELINE_RECONCILE_WORK_MEM_MB reaches the message UPDATE through the Dagster resource, and
-    ends with the transaction (SET LOCAL): the connection's next statement has the server's own value."""
+    ends with the transaction (SET LOCAL): the same connection's statements after it have the server's
+    own value."""
     world.settings = world.settings.model_copy(update={"reconcile_work_mem_mb": 96})
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[psycopg.Connection, str, str, bool]] = []  # connection, statement, work_mem, in a transaction
     run = queries.run
 
-    def run_and_look(conn, name, /, **kwargs):
-        if name == "reconcile_apply_messages":
-            seen.append((name, conn.execute("SHOW work_mem").fetchone()[0]))
-        return run(conn, name, **kwargs)
+    def run_and_look(target, name, /, **kwargs):
+        conn = getattr(target, "connection", target)  # a cursor or a connection
+        in_transaction = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        seen.append((conn, name, conn.execute("SHOW work_mem").fetchone()[0], in_transaction))
+        return run(target, name, **kwargs)
 
     monkeypatch.setattr(queries, "run", run_and_look)
     world.send(numbers(3))
@@ -43,6 +47,8 @@ def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(wo
 
     world.run_daily(world.day)
 
-    assert ("reconcile_apply_messages", "96MB") in seen
-    assert server_default != "96MB"
-    assert world.conn.execute("SHOW work_mem").fetchone()[0] == server_default
+    (update,) = [i for i, (_, name, _, _) in enumerate(seen) if name == "reconcile_apply_messages"]
+    conn, _, work_mem, _ = seen[update]
+    assert work_mem == "96MB" != server_default
+    after = [memory for c, _, memory, in_transaction in seen[update + 1:] if c is conn and not in_transaction]
+    assert after and set(after) == {server_default}

@@ -36,7 +36,7 @@ def test_unknown_provider_variable_refused_too():
         ("SMS_PIPELINE_BATCH_SIZE", "0"),
         ("SMS_PIPELINE_BATCH_SIZE", "5.0"),
         ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "0"),
-        ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "2097152"),  # past Postgres' limit: refused here, not mid-run
+        ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "2097152"),  # past Postgres' limit: refused at start, not mid-run
         ("SMS_PIPELINE_RECONCILE_WORK_MEM_MB", "1GB"),
         ("SMS_PROVIDER_TIMEZONE", "Mars/Olympus"),
         ("SMS_PIPELINE_PARTITION_START", "2026-13-01"),
@@ -49,6 +49,12 @@ def test_malformed_value_is_one_line_error_naming_it(name, value):
         settings.load({name: value})
     assert name in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("megabytes", [1, 2_097_151])
+def test_the_reconciliation_memory_takes_any_size_postgres_takes(megabytes):
+    s = settings.load({"SMS_PIPELINE_RECONCILE_WORK_MEM_MB": str(megabytes)})
+    assert s.reconcile_work_mem_mb == megabytes
 
 
 def test_secrets_never_show():
