@@ -200,6 +200,11 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
     from sms_pipeline.orchestration.instance import prepare_dagster_home
 
     _require_free(args.host, args.port, "Dagster UI")
+    # Started in a script's background (`sms-pipeline dev &`), this process and every child it starts
+    # would inherit an ignored SIGINT: the children would not hear the SIGINT that stops them, and
+    # `dagster dev`, killed after its wait, would leave its webserver holding the port. A handled
+    # signal is reset to the default in each child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with connection.connect(settings) as conn:
         migrate.upgrade(conn)
     dagster_home = prepare_dagster_home(settings)

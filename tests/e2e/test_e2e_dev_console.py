@@ -59,6 +59,43 @@ def env(db_url: str, pg_admin_url: str, tmp_path: Path):
             admin.execute(f'DROP DATABASE IF EXISTS "{dagster_db}" WITH (FORCE)')
 
 
+def test_sigterm_stops_every_process_even_started_with_sigint_ignored(env, tmp_path) -> None:
+    """`sms-pipeline dev &` in a script starts it with SIGINT ignored; a service manager's SIGTERM to it
+    alone must still stop the UI, the daemon and the rest, and free the port."""
+    port = free_port()
+    console_path = tmp_path / "console.txt"
+    with console_path.open("w") as console:
+        process = subprocess.Popen([sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
+                                   env=env, stdout=console, stderr=subprocess.STDOUT, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 240
+        while "the UI is up" not in console_path.read_text(encoding="utf-8"):
+            assert process.poll() is None, console_path.read_text(encoding="utf-8")
+            assert time.monotonic() < deadline, console_path.read_text(encoding="utf-8")
+            time.sleep(1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        deadline = time.monotonic() + 30
+        while _group_alive(process.pid):  # the webserver and the daemon exit after their parent
+            assert time.monotonic() < deadline, "processes of `sms-pipeline dev` outlived it"
+            time.sleep(0.5)
+    finally:
+        if _group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert console_path.read_text(encoding="utf-8").splitlines()[-1] == "stopped"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _graphql(base: str, query: str, variables: dict) -> dict:
     response = httpx.post(f"{base}/graphql", json={"query": query, "variables": variables}, timeout=30)
     response.raise_for_status()
