@@ -64,16 +64,9 @@ def test_sigterm_stops_every_process_even_started_with_sigint_ignored(env, tmp_p
     alone must still stop the UI, the daemon and the rest, and free the port."""
     port = free_port()
     console_path = tmp_path / "console.txt"
-    with console_path.open("w") as console:
-        process = subprocess.Popen([sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
-                                   env=env, stdout=console, stderr=subprocess.STDOUT, start_new_session=True,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    process = _start_dev(env, port, console_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
-        deadline = time.monotonic() + 240
-        while "the UI is up" not in console_path.read_text(encoding="utf-8"):
-            assert process.poll() is None, console_path.read_text(encoding="utf-8")
-            assert time.monotonic() < deadline, console_path.read_text(encoding="utf-8")
-            time.sleep(1)
+        _wait_until_up(process, console_path)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
         deadline = time.monotonic() + 30
@@ -86,6 +79,21 @@ def test_sigterm_stops_every_process_even_started_with_sigint_ignored(env, tmp_p
     assert console_path.read_text(encoding="utf-8").splitlines()[-1] == "stopped"
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5)
+
+
+def _start_dev(env: dict, port: int, console_path: Path, **popen) -> subprocess.Popen:
+    """`sms-pipeline dev` in a session of its own (its processes are one group), its console in a file."""
+    with console_path.open("w") as console:
+        return subprocess.Popen([sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
+                                env=env, stdout=console, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+
+
+def _wait_until_up(process: subprocess.Popen, console_path: Path) -> None:
+    deadline = time.monotonic() + 240
+    while "the UI is up" not in console_path.read_text(encoding="utf-8"):
+        assert process.poll() is None, console_path.read_text(encoding="utf-8")
+        assert time.monotonic() < deadline, console_path.read_text(encoding="utf-8")
+        time.sleep(1)
 
 
 def _group_alive(group: int) -> bool:
@@ -113,15 +121,9 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     console_path = tmp_path / "console.txt"
-    with console_path.open("w") as console:
-        process = subprocess.Popen([sys.executable, "-m", "sms_pipeline.cli", "dev", "--port", str(port)],
-                                   env=env, stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+    process = _start_dev(env, port, console_path)
     try:
-        deadline = time.monotonic() + 240
-        while "the UI is up" not in console_path.read_text(encoding="utf-8"):
-            assert process.poll() is None, console_path.read_text(encoding="utf-8")
-            assert time.monotonic() < deadline, console_path.read_text(encoding="utf-8")
-            time.sleep(1)
+        _wait_until_up(process, console_path)
         assert httpx.get(f"{base}/server_info", timeout=10).status_code == 200
 
         launched = _graphql(base, LAUNCH, {"params": {
