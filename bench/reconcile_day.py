@@ -25,7 +25,7 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    a VACUUM ANALYZE of the whole database and a CHECKPOINT, as the pipeline
    starts with a CHECKPOINT: otherwise autovacuum cleans up after the
    pipeline while the floor runs. The floor's UPDATE still varies from run
-   to run (17-34 s at 1M on the 2-core machine of bench/RESULTS.md), so
+   to run (17-36 s at 1M on the 2-core machine of bench/RESULTS.md), so
    compare ratios over several runs.
 
 Memory: resident set size sampled every 20 ms by a thread (psutil), so C
