@@ -28,6 +28,13 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    to run (17-36 s at 1M on the 2-core machine of bench/RESULTS.md), so
    compare ratios over several runs.
 
+Server work, for the pipeline and for the floor: WAL written and its
+full-page images (``pg_stat_wal``), CPU seconds of the connection's server
+process (``/proc``, when the server runs on this machine) and the host's
+steal time meanwhile. Wall time on a shared 2-core machine varies by 20-30 %
+from run to run with the same tree; the server CPU ratio varies less, and a
+run with much steal time tells why it was slow.
+
 Memory: resident set size sampled every 20 ms by a thread (psutil), so C
 allocations (psycopg, zip, Postgres client buffers) count; growth is the peak
 during the pipeline over the RSS measured right after imports.
@@ -108,6 +115,49 @@ class RssSampler:
 
 
 @dataclass
+class ServerWork:
+    """What a measured part cost the server, less noisy than wall time on a shared machine: WAL written
+    (and how much of it were full-page images, which checkpoints during the part cause), CPU seconds of
+    the connection's server process, and the host's steal time (CPU taken by other guests) meanwhile."""
+    wal_gb: float = 0.0
+    fpi_gb: float = 0.0
+    server_cpu_s: float | None = None  # None: the server is not on this machine
+    steal_s: float = 0.0
+
+    @staticmethod
+    def _reading(conn: psycopg.Connection) -> tuple[float, float, float | None, float]:
+        wal_bytes, fpi = conn.execute("SELECT wal_bytes, wal_fpi FROM pg_stat_wal").fetchone()
+        tick = os.sysconf("SC_CLK_TCK")
+        cpu = None
+        if conn.info.host.startswith("/") or conn.info.host in ("127.0.0.1", "localhost"):
+            fields = Path(f"/proc/{conn.info.backend_pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        steal = int(Path("/proc/stat").read_text().split("\n", 1)[0].split()[8]) / tick
+        return float(wal_bytes), float(fpi) * 8192, cpu, steal
+
+    @classmethod
+    def _flushed_reading(cls, conn: psycopg.Connection) -> tuple[float, float, float | None, float]:
+        # A backend flushes its statistics (its WAL counts too) when it goes idle, at most once a second
+        # unless forced: forced here, so the reading after it includes this connection's work.
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return cls._reading(conn)
+
+    @classmethod
+    @contextmanager
+    def measure(cls, conn: psycopg.Connection) -> Iterator["ServerWork"]:
+        """Measure the work done on ``conn`` (an autocommit connection) inside the block."""
+        work = cls()
+        before = cls._flushed_reading(conn)
+        yield work
+        after = cls._flushed_reading(conn)
+        work.wal_gb = (after[0] - before[0]) / 2**30
+        work.fpi_gb = (after[1] - before[1]) / 2**30
+        work.server_cpu_s = None if before[2] is None else after[2] - before[2]
+        work.steal_s = after[3] - before[3]
+
+
+@dataclass
 class Stage:
     name: str
     seconds: float
@@ -128,6 +178,8 @@ class ScaleResult:
     memory_growth_mb: float
     setup_s: float
     summary: dict[str, Any] = field(default_factory=dict)
+    pipeline_work: ServerWork = field(default_factory=ServerWork)
+    floor_work: ServerWork = field(default_factory=ServerWork)
 
     @property
     def pipeline_s(self) -> float:
@@ -211,21 +263,21 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
     with connection.connect_url(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
         sampler.reset_peak()
-        with timed_stats() as stats:
+        with ServerWork.measure(conn) as work, timed_stats() as stats:
             started = time.perf_counter()
             load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock,
                                    text_key=hmac_keys.text_key(settings))
             ingest_s = time.perf_counter() - started
-        with timed_statements() as spent:
-            started = time.perf_counter()
-            result = reconcile_day(
-                conn, day, clock, provider_timezone=settings.provider_timezone,
-                correlation_window_s=settings.correlation_window_s, campaign_send_spread_s=settings.campaign_send_spread_s,
-                non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
-                resend_after_proof_classes=settings.resend_classes, resend_max_age_h=settings.resend_max_age_h,
-                max_send_delay_h=settings.max_send_delay_h, work_mem_mb=settings.reconcile_work_mem_mb,
-            )
-            reconcile_s = time.perf_counter() - started
+            with timed_statements() as spent:
+                started = time.perf_counter()
+                result = reconcile_day(
+                    conn, day, clock, provider_timezone=settings.provider_timezone,
+                    correlation_window_s=settings.correlation_window_s, campaign_send_spread_s=settings.campaign_send_spread_s,
+                    non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
+                    resend_after_proof_classes=settings.resend_classes, resend_max_age_h=settings.resend_max_age_h,
+                    max_send_delay_h=settings.max_send_delay_h, work_mem_mb=settings.reconcile_work_mem_mb,
+                )
+                reconcile_s = time.perf_counter() - started
         growth = sampler.peak_growth_mb()
     rows, receipts = load.rows, result.receipts
     by_stage: dict[str, float] = defaultdict(float)
@@ -250,7 +302,7 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
     ]
     summary = result.summary()
     summary["ingest_duplicates"] = load.duplicates
-    return rows, stages, dict(spent), growth, summary
+    return rows, stages, dict(spent), growth, summary, work
 
 
 def prepare_baseline_tables(conn: psycopg.Connection) -> None:
@@ -291,7 +343,7 @@ def run_naive(url: str, csv_path: Path, rows: int) -> float:
     return time.perf_counter() - started
 
 
-def run_floor(url: str, csv_path: Path, work_mem_mb: int) -> list[Stage]:
+def run_floor(url: str, csv_path: Path, work_mem_mb: int) -> tuple[list[Stage], ServerWork]:
     """The minimal writes by hand: COPY, one INSERT ... SELECT, one UPDATE ... FROM, with the pipeline's
     work_mem (at the server's 4 MB the UPDATE's hash join would spill, and a slower floor flatters the ratio)."""
     columns = ", ".join(f"{c} text" for c in _FLOOR_CSV_COLUMNS)
@@ -302,38 +354,39 @@ def run_floor(url: str, csv_path: Path, work_mem_mb: int) -> list[Stage]:
                             provider_message_id text, status_word text, transaction_id text, recipient text,
                             done_at timestamptz, PRIMARY KEY (provider_message_id, status_word))""")
         conn.execute("CHECKPOINT")
-        started = time.perf_counter()
-        with conn.cursor() as cur, \
-                cur.copy("COPY bench_floor.csv_rows FROM STDIN (FORMAT csv, HEADER true)") as sink, \
-                csv_path.open("rb") as source:
-            while chunk := source.read(1 << 20):
-                sink.write(chunk)
-        copy_s = time.perf_counter() - started
-        started = time.perf_counter()
-        inserted = conn.execute(
-            """INSERT INTO bench_floor.receipts
-               SELECT msg_id, upper(btrim(status)), transaction_id, mobile,
-                      NULLIF(delivery_time, '')::timestamp AT TIME ZONE %s
-                 FROM bench_floor.csv_rows
-               ON CONFLICT DO NOTHING""", (TZ_NAME,)).rowcount
-        insert_s = time.perf_counter() - started
-        started = time.perf_counter()
-        updated = conn.execute(
-            """UPDATE bench_floor.message m
-                  SET provider_message_id = r.provider_message_id,
-                      final_status = r.status_word,
-                      state = CASE r.status_word WHEN 'DELIVRD' THEN 'delivered'
-                                                 WHEN 'UNDELIV' THEN 'failed' WHEN 'REJECTD' THEN 'failed'
-                                                 WHEN 'EXPIRED' THEN 'expired' ELSE m.state END,
-                      delivered_at = r.done_at
-                 FROM bench_floor.receipts r
-                WHERE m.provider_txn_id = r.transaction_id AND m.recipient = r.recipient""").rowcount
-        update_s = time.perf_counter() - started
+        with ServerWork.measure(conn) as work:
+            started = time.perf_counter()
+            with conn.cursor() as cur, \
+                    cur.copy("COPY bench_floor.csv_rows FROM STDIN (FORMAT csv, HEADER true)") as sink, \
+                    csv_path.open("rb") as source:
+                while chunk := source.read(1 << 20):
+                    sink.write(chunk)
+            copy_s = time.perf_counter() - started
+            started = time.perf_counter()
+            inserted = conn.execute(
+                """INSERT INTO bench_floor.receipts
+                   SELECT msg_id, upper(btrim(status)), transaction_id, mobile,
+                          NULLIF(delivery_time, '')::timestamp AT TIME ZONE %s
+                     FROM bench_floor.csv_rows
+                   ON CONFLICT DO NOTHING""", (TZ_NAME,)).rowcount
+            insert_s = time.perf_counter() - started
+            started = time.perf_counter()
+            updated = conn.execute(
+                """UPDATE bench_floor.message m
+                      SET provider_message_id = r.provider_message_id,
+                          final_status = r.status_word,
+                          state = CASE r.status_word WHEN 'DELIVRD' THEN 'delivered'
+                                                     WHEN 'UNDELIV' THEN 'failed' WHEN 'REJECTD' THEN 'failed'
+                                                     WHEN 'EXPIRED' THEN 'expired' ELSE m.state END,
+                          delivered_at = r.done_at
+                     FROM bench_floor.receipts r
+                    WHERE m.provider_txn_id = r.transaction_id AND m.recipient = r.recipient""").rowcount
+            update_s = time.perf_counter() - started
         rows = conn.execute("SELECT count(*) FROM bench_floor.csv_rows").fetchone()[0]
     return [Stage("COPY of the CSV into an unlogged table", copy_s, rows),
             Stage("INSERT ... SELECT into a table keyed (msgId, status)", insert_s, rows, f"{inserted:,} rows"),
             Stage("UPDATE ... FROM of the message table (copy, same indexes)", update_s, rows,
-                  f"{updated:,} rows")]
+                  f"{updated:,} rows")], work
 
 
 def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, keep: bool) -> ScaleResult:
@@ -361,7 +414,7 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
             client = ProviderClient(traffic.base_url, "demo", SecretStr("demo"), None, settings.provider_timezone,
                                     read_timeout=600, requests_per_s=1000)
             with client:
-                rows, stages, spent, growth, summary = run_pipeline(
+                rows, stages, spent, growth, summary, pipeline_work = run_pipeline(
                     url, client, day, settings, FrozenClock(download_at), sampler)
                 csv_path = extract_csv(client, day, Path(tmp))
             naive_n = min(naive_rows, rows)
@@ -370,14 +423,15 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
                 # The whole database, not only the copy: the pipeline left a million dead message rows and
                 # new receipt and report rows, and autovacuum would clean them up while the floor runs.
                 conn.execute("VACUUM ANALYZE")
-            floor = run_floor(url, csv_path, settings.reconcile_work_mem_mb)
+            floor, floor_work = run_floor(url, csv_path, settings.reconcile_work_mem_mb)
     finally:
         if not keep:
             with connection.connect_url(admin, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         else:
             print(f"kept database {name}")
-    return ScaleResult(messages, rows, outbound, stages, spent, floor, naive_n, naive_s, growth, setup_s, summary)
+    return ScaleResult(messages, rows, outbound, stages, spent, floor, naive_n, naive_s, growth, setup_s, summary,
+                       pipeline_work, floor_work)
 
 
 def print_scale(r: ScaleResult) -> None:
@@ -398,6 +452,16 @@ def print_scale(r: ScaleResult) -> None:
     print(f"\nratio to the floor: **{r.pipeline_s / r.floor_s:.2f}x** (target <= 2x); "
           f"faster per row than the naive peer: **{r.naive_us_per_row / r.pipeline_us_per_row:.1f}x** "
           f"(target >= 8x); peak memory growth: **{r.memory_growth_mb:.0f} MB** (target <= 200 MB)")
+    print("\n| server work | pipeline | floor |\n|---|---|---|")
+    works = (r.pipeline_work, r.floor_work)
+    print("| WAL written, GB (of which full-page images) | "
+          + " | ".join(f"{w.wal_gb:.2f} ({w.fpi_gb:.2f})" for w in works) + " |")
+    print("| CPU of the server process, s | "
+          + " | ".join("-" if w.server_cpu_s is None else f"{w.server_cpu_s:.1f}" for w in works) + " |")
+    print("| host steal time meanwhile, CPU s | " + " | ".join(f"{w.steal_s:.1f}" for w in works) + " |")
+    if r.pipeline_work.server_cpu_s and r.floor_work.server_cpu_s:
+        print(f"server CPU ratio (less noisy than wall time): "
+              f"{r.pipeline_work.server_cpu_s / r.floor_work.server_cpu_s:.2f}x")
     slowest = sorted(r.statement_s.items(), key=lambda kv: -kv[1])[:6]
     print("slowest statements: " + ", ".join(f"{name} {s:.2f} s" for name, s in slowest))
     print("summary: " + json.dumps({k: v for k, v in r.summary.items()
@@ -441,6 +505,7 @@ def main() -> None:
             "naive_us_per_row": r.naive_us_per_row, "pipeline_us_per_row": r.pipeline_us_per_row,
             "memory_growth_mb": r.memory_growth_mb, "stages": [vars(s) for s in r.stages],
             "floor": [vars(s) for s in r.floor], "statements": r.statement_s, "summary": r.summary,
+            "pipeline_work": vars(r.pipeline_work), "floor_work": vars(r.floor_work),
         } for r in results], indent=1, default=str))
 
 
