@@ -31,9 +31,9 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
 Server work, for the pipeline and for the floor: WAL written and its
 full-page images (``pg_stat_wal``), CPU seconds of the connection's server
 process (``/proc``, when the server runs on this machine) and the host's
-steal time meanwhile. Wall time on a shared 2-core machine varies by 20-30 %
-from run to run with the same tree; the server CPU ratio varies less, and a
-run with much steal time tells why it was slow.
+steal time meanwhile. They tell where a run's time went: busy on the
+server's CPU (at 1M, 103-107 s of a 110-113 s pipeline), writing WAL, or
+waiting for a host that other guests were using (steal).
 
 Memory: resident set size sampled every 20 ms by a thread (psutil), so C
 allocations (psycopg, zip, Postgres client buffers) count; growth is the peak
@@ -116,9 +116,9 @@ class RssSampler:
 
 @dataclass
 class ServerWork:
-    """What a measured part cost the server, less noisy than wall time on a shared machine: WAL written
-    (and how much of it were full-page images, which checkpoints during the part cause), CPU seconds of
-    the connection's server process, and the host's steal time (CPU taken by other guests) meanwhile."""
+    """What a measured part cost the server: WAL written (and how much of it were full-page images, which
+    checkpoints during the part cause), CPU seconds of the connection's server process, and the host's
+    steal time (CPU taken by other guests) meanwhile."""
     wal_gb: float = 0.0
     fpi_gb: float = 0.0
     server_cpu_s: float | None = None  # None: the server is not on this machine
@@ -460,7 +460,7 @@ def print_scale(r: ScaleResult) -> None:
           + " | ".join("-" if w.server_cpu_s is None else f"{w.server_cpu_s:.1f}" for w in works) + " |")
     print("| host steal time meanwhile, CPU s | " + " | ".join(f"{w.steal_s:.1f}" for w in works) + " |")
     if r.pipeline_work.server_cpu_s and r.floor_work.server_cpu_s:
-        print(f"server CPU ratio (less noisy than wall time): "
+        print(f"server CPU ratio: "
               f"{r.pipeline_work.server_cpu_s / r.floor_work.server_cpu_s:.2f}x")
     slowest = sorted(r.statement_s.items(), key=lambda kv: -kv[1])[:6]
     print("slowest statements: " + ", ".join(f"{name} {s:.2f} s" for name, s in slowest))
