@@ -28,10 +28,10 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    to run (17-36 s at 1M on the 2-core machine of bench/RESULTS.md), so
    compare ratios over several runs.
 
-Server work, for the pipeline and for the floor: WAL written and its
-full-page images (``pg_stat_wal``), CPU seconds of the connection's server
-process (``/proc``, when the server runs on this machine) and the host's
-steal time meanwhile. They tell where a run's time went: busy on the
+Server work, for the pipeline and for the floor: WAL written by the server
+meanwhile and its full-page images (``pg_stat_wal``), CPU seconds of the
+connection's server process (``/proc``, when the server runs on this
+machine) and the host's steal time meanwhile. They tell where a run's time went: busy on the
 server's CPU (at 1M, 103-107 s of a 110-113 s pipeline), writing WAL, or
 waiting for a host that other guests were using (steal).
 
@@ -116,44 +116,47 @@ class RssSampler:
 
 @dataclass
 class ServerWork:
-    """What a measured part cost the server: WAL written (and how much of it were full-page images, which
-    checkpoints during the part cause), CPU seconds of the connection's server process, and the host's
-    steal time (CPU taken by other guests) meanwhile."""
-    wal_gb: float = 0.0
-    fpi_gb: float = 0.0
-    server_cpu_s: float | None = None  # None: the server is not on this machine
+    """What a measured part cost the server: WAL written by the whole server meanwhile (autovacuum
+    included) and its full-page images (a count times the block size: an upper bound, an image leaves
+    out its page's free space), CPU seconds of the connection's own server process (parallel workers
+    not counted), and the host's steal time (CPU taken by other guests) meanwhile."""
+    wal_gib: float = 0.0
+    fpi_gib: float = 0.0
+    server_cpu_s: float | None = None  # None: the connection's server process is not readable here
     steal_s: float = 0.0
 
     @staticmethod
-    def _reading(conn: psycopg.Connection) -> tuple[float, float, float | None, float]:
-        wal_bytes, fpi = conn.execute("SELECT wal_bytes, wal_fpi FROM pg_stat_wal").fetchone()
-        tick = os.sysconf("SC_CLK_TCK")
-        cpu = None
-        if conn.info.host.startswith("/") or conn.info.host in ("127.0.0.1", "localhost"):
-            fields = Path(f"/proc/{conn.info.backend_pid}/stat").read_text().rsplit(")", 1)[1].split()
-            cpu = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-        steal = int(Path("/proc/stat").read_text().split("\n", 1)[0].split()[8]) / tick
-        return float(wal_bytes), float(fpi) * 8192, cpu, steal
+    def _server_cpu_s(conn: psycopg.Connection) -> float | None:
+        proc = Path(f"/proc/{conn.info.backend_pid}")
+        try:
+            if proc.joinpath("comm").read_text().strip() != "postgres":
+                return None  # a server elsewhere (another host, a container) whose pid means nothing here
+            fields = proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
     @classmethod
-    def _flushed_reading(cls, conn: psycopg.Connection) -> tuple[float, float, float | None, float]:
-        # A backend flushes its statistics (its WAL counts too) when it goes idle, at most once a second
-        # unless forced: forced here, so the reading after it includes this connection's work.
+    def _reading(cls, conn: psycopg.Connection) -> tuple[int, float, float | None, float]:
+        # A backend flushes its statistics when it goes idle, at most once a second unless forced: forced
+        # here, so the image count read next includes this connection's work.
         conn.execute("SELECT pg_stat_force_next_flush()")
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        return cls._reading(conn)
+        lsn, fpi_bytes = conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn, "
+                                      "wal_fpi * current_setting('block_size')::bigint FROM pg_stat_wal").fetchone()
+        steal = int(Path("/proc/stat").read_text().split("\n", 1)[0].split()[8]) / os.sysconf("SC_CLK_TCK")
+        return int(lsn), float(fpi_bytes), cls._server_cpu_s(conn), steal
 
     @classmethod
     @contextmanager
     def measure(cls, conn: psycopg.Connection) -> Iterator["ServerWork"]:
-        """Measure the work done on ``conn`` (an autocommit connection) inside the block."""
+        """Measure the block's work on ``conn`` (an autocommit connection)."""
         work = cls()
-        before = cls._flushed_reading(conn)
+        before = cls._reading(conn)
         yield work
-        after = cls._flushed_reading(conn)
-        work.wal_gb = (after[0] - before[0]) / 2**30
-        work.fpi_gb = (after[1] - before[1]) / 2**30
-        work.server_cpu_s = None if before[2] is None else after[2] - before[2]
+        after = cls._reading(conn)
+        work.wal_gib = (after[0] - before[0]) / 2**30
+        work.fpi_gib = (after[1] - before[1]) / 2**30
+        work.server_cpu_s = None if before[2] is None or after[2] is None else after[2] - before[2]
         work.steal_s = after[3] - before[3]
 
 
@@ -263,11 +266,12 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
     with connection.connect_url(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
         sampler.reset_peak()
-        with ServerWork.measure(conn) as work, timed_stats() as stats:
-            started = time.perf_counter()
-            load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock,
-                                   text_key=hmac_keys.text_key(settings))
-            ingest_s = time.perf_counter() - started
+        with ServerWork.measure(conn) as work:
+            with timed_stats() as stats:
+                started = time.perf_counter()
+                load = load_day_report(conn, timed_client, day, settings.provider_timezone, clock,
+                                       text_key=hmac_keys.text_key(settings))
+                ingest_s = time.perf_counter() - started
             with timed_statements() as spent:
                 started = time.perf_counter()
                 result = reconcile_day(
@@ -454,8 +458,8 @@ def print_scale(r: ScaleResult) -> None:
           f"(target >= 8x); peak memory growth: **{r.memory_growth_mb:.0f} MB** (target <= 200 MB)")
     print("\n| server work | pipeline | floor |\n|---|---|---|")
     works = (r.pipeline_work, r.floor_work)
-    print("| WAL written, GB (of which full-page images) | "
-          + " | ".join(f"{w.wal_gb:.2f} ({w.fpi_gb:.2f})" for w in works) + " |")
+    print("| WAL written by the server, GiB (full-page images, at most) | "
+          + " | ".join(f"{w.wal_gib:.2f} ({w.fpi_gib:.2f})" for w in works) + " |")
     print("| CPU of the server process, s | "
           + " | ".join("-" if w.server_cpu_s is None else f"{w.server_cpu_s:.1f}" for w in works) + " |")
     print("| host steal time meanwhile, CPU s | " + " | ".join(f"{w.steal_s:.1f}" for w in works) + " |")
