@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import logging
 import os
 import re
 import secrets
@@ -36,12 +37,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from sms_pipeline.errors import UserError
 from sms_pipeline.logging import child_log, dev_log
 from sms_pipeline.settings import Settings
+
+log = logging.getLogger(__name__)
 
 # The checkout's workspace.yaml, written into DAGSTER_HOME so that an installed
 # package (which has no checkout) loads the same code location.
@@ -90,17 +94,41 @@ def _require_free(host: str, port: int, what: str) -> None:
             raise UserError(f"port {port} on {host} is in use ({what}); choose another with --port") from None
 
 
+class ChildExited(UserError):
+    """A child process exited before it opened its port."""
+
+
 def _wait_for_port(host: str, port: int, process: subprocess.Popen, what: str, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise UserError(f"the {what} exited with code {process.returncode}")
+            raise ChildExited(f"the {what} exited with code {process.returncode}")
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.2)
     raise UserError(f"the {what} did not open port {port} within {timeout_s:.0f} s")
+
+
+def start_listening(host: str, port: int, start_child: Callable[[int], None], tries: int = 3) -> int:
+    """Start a child that listens on ``port`` of ``host`` (0: a free port); the port it listens on.
+
+    ``start_child(port)`` starts it and waits until the port opens (:class:`ChildExited` when the child
+    exits first). A free port is only free when it is chosen: until the child binds it, another process
+    (any outgoing connection takes its local port from the same range) may take it, and the child exits
+    with "address in use". So a port chosen here is chosen again, ``tries`` times at most; a port the
+    user gave is not."""
+    for _ in range(0 if port else tries - 1):
+        chosen = _free_port(host)
+        try:
+            start_child(chosen)
+            return chosen
+        except ChildExited:
+            log.info("a child exited before it opened port %d; starting it again on another port", chosen)
+    chosen = port or _free_port(host)
+    start_child(chosen)  # the last try: its ChildExited is the caller's
+    return chosen
 
 
 def _cli(*arguments: str) -> list[str]:
@@ -232,16 +260,17 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             try:
                 _wait_for_port(args.host, port, child, what)
             except UserError as exc:
-                raise UserError(f"{exc} (its output: {log_path})") from None
+                raise type(exc)(f"{exc} (its output: {log_path})") from None
 
     # A service manager stops with SIGTERM: stop the children as Ctrl-C does, never leave them holding the ports.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
-            sim_port = args.simulator_port or _free_port(args.host)
-            _require_free(args.host, sim_port, "provider simulator")
-            start("provider simulator", simulator_command(settings, args.host, sim_port),
-                  child_log(settings.home, "simulator").resolve(), sim_port)
+            if args.simulator_port:
+                _require_free(args.host, args.simulator_port, "provider simulator")
+            sim_port = start_listening(args.host, args.simulator_port, lambda port: start(
+                "provider simulator", simulator_command(settings, args.host, port),
+                child_log(settings.home, "simulator").resolve(), port))
             simulator_url = f"http://{args.host}:{sim_port}/SMSApi"
             env.update(SMS_PROVIDER_BASE_URL=simulator_url, SMS_PROVIDER_USERID="demo", SMS_PROVIDER_PASSWORD="demo")
             env.pop("SMS_PROVIDER_API_KEY", None)
@@ -250,9 +279,9 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else \
                 secrets.token_urlsafe(24)
             env["SMS_PIPELINE_WEBHOOK_SECRET"] = secret
-            receiver_port = _free_port(args.host)
-            start("receipt-push receiver", _cli("receiver", "--host", args.host, "--port", str(receiver_port)),
-                  child_log(settings.home, "receiver").resolve(), receiver_port)
+            receiver_port = start_listening(args.host, 0, lambda port: start(
+                "receipt-push receiver", _cli("receiver", "--host", args.host, "--port", str(port)),
+                child_log(settings.home, "receiver").resolve(), port))
             register_receiver(settings, simulator_url, f"http://{args.host}:{receiver_port}/dlr/{secret}")
             start("reconcile recent", _cli("reconcile", "recent", "--every", RECONCILE_EVERY),
                   child_log(settings.home, "reconcile-recent").resolve())
