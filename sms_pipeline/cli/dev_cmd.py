@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import logging
 import os
 import re
 import secrets
@@ -37,15 +36,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from sms_pipeline.errors import UserError
 from sms_pipeline.logging import child_log, dev_log
 from sms_pipeline.settings import Settings
-
-log = logging.getLogger(__name__)
 
 # The checkout's workspace.yaml, written into DAGSTER_HOME so that an installed
 # package (which has no checkout) loads the same code location.
@@ -79,56 +75,43 @@ def simulator_command(settings: Settings, host: str, port: int) -> list[str]:
             "--timezone", settings.provider_timezone.key]
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _require_free(host: str, port: int, what: str) -> None:
+def _require_free(host: str, port: int, what: str, option: str = "--port") -> None:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
-            raise UserError(f"port {port} on {host} is in use ({what}); choose another with --port") from None
+            raise UserError(f"port {port} on {host} is in use ({what}); choose another with {option}") from None
 
 
-class ChildExited(UserError):
-    """A child process exited before it opened its port."""
+# What the simulator and the receiver print once they accept connections, with the port they bound: dev
+# starts them on port 0 and reads it here (a port picked first and bound later by the child could be
+# taken in between by another process; seen in CI as the simulator's "address in use").
+SIMULATOR_UP = re.compile(r"^provider API: (http://\S+/SMSApi)")
+RECEIVER_UP = re.compile(r"^receiver: POST (http://[^/\s]+)/")
 
 
-def _wait_for_port(host: str, port: int, process: subprocess.Popen, what: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise ChildExited(f"the {what} exited with code {process.returncode}")
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise UserError(f"the {what} did not open port {port} within {timeout_s:.0f} s")
+class Announcement:
+    """The URL a child's output announces (``pattern``'s group 1); fed line by line by its forwarder."""
 
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self._pattern = pattern
+        self._seen = threading.Event()
+        self.url: str | None = None
 
-def start_listening(host: str, port: int, start_child: Callable[[int], None], tries: int = 3) -> int:
-    """Start a child that listens on ``port`` of ``host`` (0: a free port); the port it listens on.
+    def __call__(self, line: str) -> None:
+        if not self._seen.is_set() and (match := self._pattern.search(line)):
+            self.url = match.group(1)
+            self._seen.set()
 
-    ``start_child(port)`` starts it and waits until the port opens (:class:`ChildExited` when the child
-    exits first). A free port is only free when it is chosen: until the child binds it, another process
-    (any outgoing connection takes its local port from the same range) may take it, and the child exits
-    with "address in use". So a port chosen here is chosen again, ``tries`` times at most; a port the
-    user gave is not."""
-    for _ in range(0 if port else tries - 1):
-        chosen = _free_port(host)
-        try:
-            start_child(chosen)
-            return chosen
-        except ChildExited:
-            log.info("a child exited before it opened port %d; starting it again on another port", chosen)
-    chosen = port or _free_port(host)
-    start_child(chosen)  # the last try: its ChildExited is the caller's
-    return chosen
+    def wait(self, process: subprocess.Popen, what: str, timeout_s: float = 30) -> str:
+        deadline = time.monotonic() + timeout_s
+        while not self._seen.wait(0.2):
+            if process.poll() is not None:
+                raise UserError(f"the {what} exited with code {process.returncode}")
+            if time.monotonic() > deadline:
+                raise UserError(f"the {what} did not start within {timeout_s:.0f} s")
+        return self.url
 
 
 def _cli(*arguments: str) -> list[str]:
@@ -251,27 +234,28 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
     forwarders: list[Forwarder] = []
     stopping = False
 
-    def start(what: str, command: list[str], log_path: Path, port: int | None = None) -> None:
+    def start(what: str, command: list[str], log_path: Path, up: re.Pattern[str] | None = None) -> str | None:
+        """Start a child; with ``up``, wait for the URL it announces once it accepts connections."""
         _session_header(log_path, what)
         child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         children.append(child)
-        forwarders.append(_start_forwarder(child, log_path))
-        if port is not None:
-            try:
-                _wait_for_port(args.host, port, child, what)
-            except UserError as exc:
-                raise type(exc)(f"{exc} (its output: {log_path})") from None
+        announcement = Announcement(up) if up is not None else None
+        forwarders.append(_start_forwarder(child, log_path, announcement))
+        if announcement is None:
+            return None
+        try:
+            return announcement.wait(child, what)
+        except UserError as exc:
+            raise UserError(f"{exc} (its output: {log_path})") from None
 
     # A service manager stops with SIGTERM: stop the children as Ctrl-C does, never leave them holding the ports.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
             if args.simulator_port:
-                _require_free(args.host, args.simulator_port, "provider simulator")
-            sim_port = start_listening(args.host, args.simulator_port, lambda port: start(
-                "provider simulator", simulator_command(settings, args.host, port),
-                child_log(settings.home, "simulator").resolve(), port))
-            simulator_url = f"http://{args.host}:{sim_port}/SMSApi"
+                _require_free(args.host, args.simulator_port, "provider simulator", "--simulator-port")
+            simulator_url = start("provider simulator", simulator_command(settings, args.host, args.simulator_port),
+                                  child_log(settings.home, "simulator").resolve(), SIMULATOR_UP)
             env.update(SMS_PROVIDER_BASE_URL=simulator_url, SMS_PROVIDER_USERID="demo", SMS_PROVIDER_PASSWORD="demo")
             env.pop("SMS_PROVIDER_API_KEY", None)
             print(f"provider simulator: {simulator_url}")
@@ -279,13 +263,12 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else \
                 secrets.token_urlsafe(24)
             env["SMS_PIPELINE_WEBHOOK_SECRET"] = secret
-            receiver_port = start_listening(args.host, 0, lambda port: start(
-                "receipt-push receiver", _cli("receiver", "--host", args.host, "--port", str(port)),
-                child_log(settings.home, "receiver").resolve(), port))
-            register_receiver(settings, simulator_url, f"http://{args.host}:{receiver_port}/dlr/{secret}")
+            receiver_url = start("receipt-push receiver", _cli("receiver", "--host", args.host, "--port", "0"),
+                                 child_log(settings.home, "receiver").resolve(), RECEIVER_UP)
+            register_receiver(settings, simulator_url, f"{receiver_url}/dlr/{secret}")
             start("reconcile recent", _cli("reconcile", "recent", "--every", RECONCILE_EVERY),
                   child_log(settings.home, "reconcile-recent").resolve())
-            print(f"receipt pushes: http://{args.host}:{receiver_port}/dlr/*** (registered at the simulator), "
+            print(f"receipt pushes: {receiver_url}/dlr/*** (registered at the simulator), "
                   f"reconciled every {RECONCILE_EVERY}")
         print(f"Dagster UI: http://{args.host}:{args.port}  (DAGSTER_HOME={dagster_home})")
         print(f"logs: {dagster_log} (webserver, daemon, runs' events, dbt's output); "

@@ -1,27 +1,22 @@
-"""``sms-pipeline dev`` starts its simulator and receiver on ports it picks: another process may take a
-picked port before the child binds it, and dev then picks again (real processes, real sockets)."""
+"""``sms-pipeline dev`` starts its simulator and receiver on port 0 and reads the port each one bound from
+what it prints once it accepts connections: no port is picked first and bound later, so no other process
+can take it in between (real child processes, real sockets; the real simulator for its own line)."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from sms_pipeline.cli import dev_cmd
 
-HOST = "127.0.0.1"
-# A child that listens on the port it is given, or exits like a server whose port was taken.
-LISTENER = "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); time.sleep(60)"
-
-
-@pytest.fixture
-def taken_port():
-    """A port bound and not listening, as the local end of an outgoing connection holds one."""
-    with socket.socket() as holder:
-        holder.bind((HOST, 0))
-        yield holder.getsockname()[1]
+# A child that binds port 0, listens, and announces the port as the receiver does.
+RECEIVER_LIKE = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+                 "print(f'receiver: POST http://127.0.0.1:{s.getsockname()[1]}/dlr/*** (counts: ...)', flush=True); "
+                 "time.sleep(60)")
 
 
 @pytest.fixture
@@ -33,37 +28,42 @@ def children():
         child.wait()
 
 
-def _starter(children: list[subprocess.Popen], tried: list[int]):
-    def start_child(port: int) -> None:
-        tried.append(port)
-        child = subprocess.Popen([sys.executable, "-c", LISTENER, str(port)], stderr=subprocess.DEVNULL)
-        children.append(child)
-        dev_cmd._wait_for_port(HOST, port, child, "listener", timeout_s=20)
-    return start_child
+def _start(children: list[subprocess.Popen], command: list[str], pattern) -> tuple[subprocess.Popen, dev_cmd.Announcement]:
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    children.append(child)
+    announcement = dev_cmd.Announcement(pattern)
+    dev_cmd._start_forwarder(child, Path("/dev/null"), announcement)
+    return child, announcement
 
 
-def test_a_picked_port_taken_before_the_child_binds_it_is_picked_again(monkeypatch, taken_port, children):
-    picks = iter([taken_port])
-    real_free_port = dev_cmd._free_port
-    monkeypatch.setattr(dev_cmd, "_free_port", lambda host: next(picks, None) or real_free_port(host))
-    tried: list[int] = []
-    port = dev_cmd.start_listening(HOST, 0, _starter(children, tried))
-    assert tried == [taken_port, port] and port != taken_port
-    assert children[0].poll() not in (None, 0) and children[1].poll() is None  # the first exited, the second runs
-    with socket.create_connection((HOST, port), timeout=2):
-        pass
+def _accepts(url: str) -> bool:
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=2):
+        return True
 
 
-def test_a_port_the_user_gave_is_never_swapped_for_another(taken_port, children):
-    tried: list[int] = []
-    with pytest.raises(dev_cmd.ChildExited, match="listener exited"):
-        dev_cmd.start_listening(HOST, taken_port, _starter(children, tried))
-    assert tried == [taken_port]
+def test_the_port_a_child_bound_is_read_from_its_announcement(children):
+    child, announcement = _start(children, [sys.executable, "-c", RECEIVER_LIKE], dev_cmd.RECEIVER_UP)
+    url = announcement.wait(child, "receiver", timeout_s=20)
+    assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
+    assert _accepts(url)
 
 
-def test_it_gives_up_after_its_tries(monkeypatch, taken_port, children):
-    monkeypatch.setattr(dev_cmd, "_free_port", lambda host: taken_port)
-    tried: list[int] = []
-    with pytest.raises(dev_cmd.ChildExited):
-        dev_cmd.start_listening(HOST, 0, _starter(children, tried), tries=2)
-    assert tried == [taken_port, taken_port]
+def test_the_real_simulator_announces_the_port_it_bound(children, tmp_path):
+    command = [sys.executable, "-m", "sms_pipeline.cli", "simulator", "--host", "127.0.0.1", "--port", "0"]
+    child, announcement = _start(children, command, dev_cmd.SIMULATOR_UP)
+    url = announcement.wait(child, "provider simulator", timeout_s=60)
+    assert url.endswith("/SMSApi") and _accepts(url)
+
+
+def test_a_child_that_exits_first_is_one_error(children):
+    child, announcement = _start(children, [sys.executable, "-c", "raise SystemExit(3)"], dev_cmd.RECEIVER_UP)
+    with pytest.raises(dev_cmd.UserError, match="the receiver exited with code 3"):
+        announcement.wait(child, "receiver", timeout_s=20)
+
+
+def test_a_child_that_never_announces_times_out(children):
+    child, announcement = _start(children, [sys.executable, "-c", "import time; print('starting', flush=True); time.sleep(60)"],
+                                 dev_cmd.RECEIVER_UP)
+    with pytest.raises(dev_cmd.UserError, match="did not start within 1 s"):
+        announcement.wait(child, "receiver", timeout_s=1)
