@@ -110,7 +110,8 @@ class Announcement:
             if process.poll() is not None:
                 raise UserError(f"the {what} exited with code {process.returncode}")
             if time.monotonic() > deadline:
-                raise UserError(f"the {what} did not start within {timeout_s:.0f} s")
+                raise UserError(f"the {what} did not announce its URL within {timeout_s:.0f} s")
+        assert self.url is not None  # set before the event
         return self.url
 
 
@@ -234,15 +235,17 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
     forwarders: list[Forwarder] = []
     stopping = False
 
-    def start(what: str, command: list[str], log_path: Path, up: re.Pattern[str] | None = None) -> str | None:
-        """Start a child; with ``up``, wait for the URL it announces once it accepts connections."""
+    def start(what: str, command: list[str], log_path: Path, on_line=None) -> subprocess.Popen:
         _session_header(log_path, what)
         child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         children.append(child)
-        announcement = Announcement(up) if up is not None else None
-        forwarders.append(_start_forwarder(child, log_path, announcement))
-        if announcement is None:
-            return None
+        forwarders.append(_start_forwarder(child, log_path, on_line))
+        return child
+
+    def start_announced(what: str, command: list[str], log_path: Path, up: re.Pattern[str]) -> str:
+        """Start a child and wait for the URL it announces once it accepts connections."""
+        announcement = Announcement(up)
+        child = start(what, command, log_path, announcement)
         try:
             return announcement.wait(child, what)
         except UserError as exc:
@@ -254,8 +257,9 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
         if "SMS_PROVIDER_BASE_URL" not in os.environ:
             if args.simulator_port:
                 _require_free(args.host, args.simulator_port, "provider simulator", "--simulator-port")
-            simulator_url = start("provider simulator", simulator_command(settings, args.host, args.simulator_port),
-                                  child_log(settings.home, "simulator").resolve(), SIMULATOR_UP)
+            simulator_url = start_announced(
+                "provider simulator", simulator_command(settings, args.host, args.simulator_port),
+                child_log(settings.home, "simulator").resolve(), SIMULATOR_UP)
             env.update(SMS_PROVIDER_BASE_URL=simulator_url, SMS_PROVIDER_USERID="demo", SMS_PROVIDER_PASSWORD="demo")
             env.pop("SMS_PROVIDER_API_KEY", None)
             print(f"provider simulator: {simulator_url}")
@@ -263,8 +267,9 @@ def dev(args: argparse.Namespace, settings: Settings) -> int:
             secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else \
                 secrets.token_urlsafe(24)
             env["SMS_PIPELINE_WEBHOOK_SECRET"] = secret
-            receiver_url = start("receipt-push receiver", _cli("receiver", "--host", args.host, "--port", "0"),
-                                 child_log(settings.home, "receiver").resolve(), RECEIVER_UP)
+            receiver_url = start_announced(
+                "receipt-push receiver", _cli("receiver", "--host", args.host, "--port", "0"),
+                child_log(settings.home, "receiver").resolve(), RECEIVER_UP)
             register_receiver(settings, simulator_url, f"{receiver_url}/dlr/{secret}")
             start("reconcile recent", _cli("reconcile", "recent", "--every", RECONCILE_EVERY),
                   child_log(settings.home, "reconcile-recent").resolve())

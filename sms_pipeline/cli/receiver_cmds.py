@@ -86,6 +86,7 @@ def run_receiver(args: argparse.Namespace, settings: Settings) -> int:
     config = ReceiverConfig.from_settings(settings, url)
 
     def started(base_url: str) -> None:
+        # `sms-pipeline dev` reads the bound port from this line (dev_cmd.RECEIVER_UP)
         print(f"receiver: POST {shown_url(base_url)} (counts: GET {base_url}/healthz, {base_url}/metrics); "
               "Ctrl-C stops it", flush=True)
 

@@ -134,7 +134,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             raise UserError(str(exc)) from None
         except OSError as exc:
             raise UserError(f"cannot use the simulator state {args.state}: {exc.strerror}") from None
-        print(f"provider API: {sim.base_url}")
+        print(f"provider API: {sim.base_url}")  # `sms-pipeline dev` reads the port here (dev_cmd.SIMULATOR_UP)
         print(f"admin:        {sim.admin_url}  (ledger, clock, faults, credits, reset)")
         if args.state is not None:
             print(f"state:        {args.state}  ({sim.state.ledger_size()} messages; saved as they change)")

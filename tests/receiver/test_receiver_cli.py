@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sms_pipeline.cli import dev_cmd
 from tests.receiver.receiver_support import PATH, SECRET, form, inbox
 from tests.support.environment import app_environ
 
@@ -53,6 +54,7 @@ def test_the_secret_is_in_no_output_and_no_log(db_url, db, tmp_path: Path):
         line = process.stdout.readline()
         assert line.startswith("receiver: POST http://127.0.0.1:") and "/dlr/*** " in line, line
         base = line.split()[2].removesuffix("/dlr/***")
+        assert dev_cmd.RECEIVER_UP.match(line.rstrip("\n")).group(1) == base  # what `dev` reads
         with httpx.Client(base_url=base, timeout=10) as http:
             assert http.post(PATH, data=form()).text == "stored"
             assert http.post(PATH, params=form(msg_id="x")).status_code == 400
