@@ -5,7 +5,6 @@ tests/receiver/test_receiver_cli.py for the receiver's)."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 
 from sms_pipeline.cli import dev_cmd
 from sms_pipeline.errors import UserError
+from tests.support.environment import app_environ
 
 HOST = "127.0.0.1"
 # A child that binds port 0, listens, and announces the port as the receiver does.
@@ -68,8 +68,7 @@ def test_the_port_a_child_bound_is_read_from_its_announcement(children, tmp_path
 
 
 def test_the_real_simulator_announces_the_port_it_bound(children, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SMS_PIPELINE_", "SMS_PROVIDER_"))}
-    env["SMS_PIPELINE_HOME"] = str(tmp_path / "home")
+    env = app_environ(SMS_PIPELINE_HOME=str(tmp_path / "home"))
     command = [sys.executable, "-m", "sms_pipeline.cli", "simulator", "--host", HOST, "--port", "0"]
     child, announcement = children.start(command, dev_cmd.SIMULATOR_UP, env)
     url = announcement.wait(child, "provider simulator", timeout_s=60)
