@@ -24,6 +24,9 @@
 -- those messages only, by reconcile_apply_conflicts.sql: at a million rows a
 -- join of every event against every decision here found none and cost a
 -- third of the statement.
+-- Outcomes and states are mapped with CASE over literals, not casts between
+-- text and msg.message_state: the inlined CTEs evaluate new_state several
+-- times a row, and each cast looks the enum label up in the catalog.
 -- Creates the temporary table reconcile_message_decisions.
 CREATE TEMPORARY TABLE reconcile_message_decisions ON COMMIT DROP AS
 WITH per_message AS (
@@ -66,7 +69,10 @@ decided AS (
            f.provider_done_at AS final_done_at,
            e.evidence_state,
            CASE WHEN e.evidence_state = 'submitted' AND f.outcome IS NOT NULL
-                THEN f.outcome::msg.message_state ELSE e.evidence_state END AS new_state
+                THEN CASE f.outcome WHEN 'delivered' THEN 'delivered'::msg.message_state
+                                    WHEN 'failed' THEN 'failed'::msg.message_state
+                                    WHEN 'expired' THEN 'expired'::msg.message_state END
+                ELSE e.evidence_state END AS new_state
       FROM per_message p
       JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
       JOIN reconcile_uncorrelated u ON u.msg_id = p.msg_id
@@ -78,9 +84,10 @@ decided AS (
 ),
 settled AS (
     SELECT d.*,
-           CASE WHEN d.new_state IN ('delivered', 'failed', 'expired')
-                 AND d.old_state_reason IS DISTINCT FROM 'not_submitted'
-                THEN d.new_state::text END AS settled_outcome
+           CASE WHEN d.old_state_reason IS DISTINCT FROM 'not_submitted'
+                THEN CASE d.new_state WHEN 'delivered' THEN 'delivered' WHEN 'failed' THEN 'failed'
+                                      WHEN 'expired' THEN 'expired' END
+           END AS settled_outcome
       FROM decided d
 )
 SELECT s.*,

@@ -2,11 +2,13 @@
 -- has exactly one candidate row AND that row exactly one candidate msgId;
 -- otherwise every side of it is `ambiguous`. Nothing is ever picked among
 -- several candidates.
+-- The msgId window sorts byte-wise (COLLATE "C": the same groups, since
+-- equal text is equal bytes; docs/design.md#sorting-ids-byte-wise).
 -- Creates the temporary table reconcile_decisions: every candidate pair of
 -- the three passes, with its verdict.
 CREATE TEMPORARY TABLE reconcile_decisions ON COMMIT DROP AS
 SELECT msg_id, message_id, message_created_at, pass,
-       count(*) OVER (PARTITION BY msg_id) = 1
+       count(*) OVER (PARTITION BY msg_id COLLATE "C") = 1
        AND count(*) OVER (PARTITION BY message_id, message_created_at) = 1 AS matched
   FROM (SELECT * FROM reconcile_pairs_by_msgid
         UNION ALL SELECT * FROM reconcile_pairs_by_transaction

@@ -6,19 +6,21 @@
 -- Each event takes its receipt_id from the table's own sequence now: the
 -- correlation and the decisions name events by id before they are stored,
 -- and the insert at the end keeps those ids.
+-- The day's rows are sorted byte-wise (COLLATE "C": the same groups, the
+-- same kept row; docs/design.md#sorting-ids-byte-wise).
 -- Parameters: now (first_seen_at of the new events).
 -- Creates the temporary table reconcile_new_events (dropped at commit).
 CREATE TEMPORARY TABLE reconcile_new_events ON COMMIT DROP AS
 SELECT nextval((SELECT pg_get_serial_sequence('dlr.delivery_receipts', 'receipt_id'))::regclass) AS receipt_id,
        e.*,
        %(now)s::timestamptz AS first_seen_at
-  FROM (SELECT DISTINCT ON (msg_id, status_word, submit_month)
+  FROM (SELECT DISTINCT ON (msg_id COLLATE "C", status_word COLLATE "C", submit_month)
                msg_id, status_word, dlr.submit_month(provider_submit_at) AS submit_month,
                raw_status, outcome, txn_id, recipient, sender_name, cause, error_code, units,
                provider_submit_at, provider_done_at, source, message_fingerprint
           FROM reconcile_source_rows
          WHERE msg_id IS NOT NULL AND provider_submit_at IS NOT NULL
-         ORDER BY msg_id, status_word, submit_month, source_rank) AS e
+         ORDER BY msg_id COLLATE "C", status_word COLLATE "C", submit_month, source_rank) AS e
  WHERE NOT EXISTS (SELECT 1
                      FROM dlr.delivery_receipts r
                     WHERE r.provider_message_id = e.msg_id

@@ -51,6 +51,8 @@ SELECT r.source, r.source_rank,
        r.provider_done_at,
        r.message_fingerprint
   FROM raw r
- CROSS JOIN LATERAL (SELECT dlr.clean_status_word(r.status) AS cleaned) w
+ -- OFFSET 0 keeps the cleaned word a column computed once per row: inlined,
+ -- the function (two regular expressions) ran again in each join below.
+ CROSS JOIN LATERAL (SELECT dlr.clean_status_word(r.status) AS cleaned OFFSET 0) w
   LEFT JOIN dlr.status_aliases a ON a.alias = w.cleaned
   LEFT JOIN dlr.status_outcomes o ON o.status_word = COALESCE(a.status_word, w.cleaned)
