@@ -69,6 +69,7 @@ decided AS (
            f.provider_done_at AS final_done_at,
            e.evidence_state,
            CASE WHEN e.evidence_state = 'submitted' AND f.outcome IS NOT NULL
+                -- f.outcome is one of the three: first_final reads final events only
                 THEN CASE f.outcome WHEN 'delivered' THEN 'delivered'::msg.message_state
                                     WHEN 'failed' THEN 'failed'::msg.message_state
                                     WHEN 'expired' THEN 'expired'::msg.message_state END

@@ -7,7 +7,7 @@
 -- correlation and the decisions name events by id before they are stored,
 -- and the insert at the end keeps those ids.
 -- The day's rows are sorted byte-wise (COLLATE "C": the same groups, the
--- same kept row; docs/design.md#sorting-ids-byte-wise).
+-- row kept chosen by source_rank as before; docs/design.md#sorting-ids-byte-wise).
 -- Parameters: now (first_seen_at of the new events).
 -- Creates the temporary table reconcile_new_events (dropped at commit).
 CREATE TEMPORARY TABLE reconcile_new_events ON COMMIT DROP AS
