@@ -5,8 +5,9 @@ The receiver writes each push to ``dlr.receipt_push_inbox``. A pass
 the pushes not reconciled yet and runs the day's steps over them only: the
 receipt events (source ``push``, the error code read through the provider's
 code table: :mod:`sms_pipeline.reconcile.receipts`), the three correlation
-passes (a push has no text and no sender, so it matches by msgId or by
-transaction + recipient), the decisions and forward-only moves, the store,
+passes (a push has no text and no sender, so it matches by msgId, by
+transaction + recipient, or, for an OTP row, by recipient and the answer's
+createTime to the second), the decisions and forward-only moves, the store,
 the orphans. Its cost follows the pushes: it reads no day's raw loads and
 tries again only the waiting events of its own msgIds (the hourly and daily
 runs still try every waiting event). It judges no row by absence (no

@@ -1,7 +1,10 @@
 -- Pass 3: reconstruction, for msgIds no earlier pass found any candidate
 -- for, against rows without a transaction id (OTP; rows that went
 -- `unknown` before their response was stored): same recipient, same
--- sender, attempt time (msg.attempt_at, V80: submitted_at, else claimed_at,
+-- sender (for an event that knows no sender, a push whose day report row has
+-- not been read, instead the row's OTP createTime within 1 s of the
+-- provider's submit time: an OTP push is matched within a minute, not the
+-- next day, and two OTPs to one number in one second stay ambiguous), attempt time (msg.attempt_at, V80: submitted_at, else claimed_at,
 -- or scheduled_for for a row handed to the provider ahead of its time, which
 -- the provider sends then) within the window around the provider's submit time (or its other reading inside a DST
 -- fall-back hour), both ends included (the expressions of
@@ -32,15 +35,16 @@
 CREATE TEMPORARY TABLE reconcile_pairs_by_reconstruction ON COMMIT DROP AS
 WITH candidates AS (
     SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at,
-           m.message_fingerprint = u.fingerprint AS same_text,
-           CASE WHEN m.provider_created_at IS NOT NULL
-                THEN COALESCE(abs(EXTRACT(EPOCH FROM u.submit_at - m.provider_created_at)) <= 1, false)
-                  OR COALESCE(abs(EXTRACT(EPOCH FROM u.alt_submit_at - m.provider_created_at)) <= 1, false)
-           END AS same_second
+           m.message_fingerprint = u.fingerprint AS same_text, s.same_second
       FROM reconcile_uncorrelated u
       JOIN msg.outbound_message m
         ON m.recipient = u.recipient
-       AND m.sender_id = u.sender_name
+      CROSS JOIN LATERAL (
+           SELECT CASE WHEN m.provider_created_at IS NOT NULL
+                       THEN COALESCE(abs(EXTRACT(EPOCH FROM u.submit_at - m.provider_created_at)) <= 1, false)
+                         OR COALESCE(abs(EXTRACT(EPOCH FROM u.alt_submit_at - m.provider_created_at)) <= 1, false)
+                  END AS same_second) AS s
+     WHERE (m.sender_id = u.sender_name OR u.sender_name IS NULL AND s.same_second)
        AND (msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
                 BETWEEN u.submit_at - %(window)s::interval AND u.submit_at + %(window)s::interval
             OR msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
@@ -51,7 +55,7 @@ WITH candidates AS (
             OR msg.handed_over(m.claimed_at, m.scheduled_for)
                AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for)
                    BETWEEN u.alt_submit_at - %(spread)s::interval AND u.alt_submit_at + %(window)s::interval)
-     WHERE m.provider_txn_id IS NULL
+       AND m.provider_txn_id IS NULL
        AND m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
        AND m.provider_message_id IS NULL
        AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)

@@ -127,6 +127,52 @@ def test_an_early_push_waits_and_matches_on_a_later_pass(codes):
         "delivered", msg_id, "transaction")
 
 
+def test_an_otp_push_is_matched_by_recipient_and_the_answers_second_and_never_by_a_near_second(codes):
+    # An OTP row has no transaction id and learns no msgId from its answer, and a push carries no sender and
+    # no text: what ties them is the recipient and the answer's createTime, to the second.
+    world = codes
+    recipient = numbers(1, start=720)[0]
+    first = world.otp(recipient)
+    world.move_to(world.clock.now() + timedelta(seconds=40))  # a resend after retryAfter, inside the window
+    second = world.otp(recipient)
+    first_id, second_id = (e.msg_id for e in world.ledger())
+    created = world.row(first)["provider_created_at"]
+    assert created is not None and created == provider_seconds(world.submitted_at(first_id), world)
+    # A push to that number two seconds off the first's createTime: both rows are within the window,
+    # neither in the second, so it matches neither (it waits, then becomes an orphan).
+    assert push(world, "8999999998", "000", recipient=recipient,
+                submit_at=world.submitted_at(first_id) + timedelta(seconds=2))
+    near = run_pass(world)
+    assert (near.held, near.reconciled, near.correlation.by_reconstruction) == (1, 0, 0)
+    # Each push at its own row's second: each matched to its own row, in the first pass.
+    assert push(world, first_id, "000") and push(world, second_id, "001")
+    result = run_pass(world)
+    assert (result.held, result.reconciled, result.correlation.by_reconstruction, result.correlation.ambiguous) == (
+        1, 2, 2, 0)
+    for key, msg_id, state in ((first, first_id, "delivered"), (second, second_id, "failed")):
+        row = world.row(key)
+        assert (row["state"], row["provider_message_id"], row["correlation_evidence"]) == (
+            state, msg_id, "reconstruction")
+    assert world.conn.execute("SELECT count(*) FROM dlr.orphaned_receipts").fetchone() == (0,)
+
+
+def test_two_otps_to_one_number_in_one_second_leave_a_push_ambiguous(codes):
+    world = codes
+    recipient = numbers(1, start=730)[0]
+    first = world.otp(recipient)
+    world.move_to(world.clock.now() + timedelta(seconds=40))
+    second = world.otp(recipient)
+    first_id = world.ledger()[0].msg_id
+    # The provider stamped both answers with one second (two requests inside it): nothing tells them apart.
+    world.conn.execute("UPDATE msg.outbound_message SET provider_created_at = %s WHERE id = %s",
+                       (world.row(first)["provider_created_at"], second[0]))
+    assert push(world, first_id, "000", received_ago_s=HOLD_S + 60)
+    result = run_pass(world)
+    assert (result.correlation.by_reconstruction, result.correlation.ambiguous) == (0, 1)
+    assert [world.row(k)["state"] for k in (first, second)] == ["submitted", "submitted"]
+    assert [r["correlation_result"] for r in world.receipts(first_id)] == ["ambiguous"]
+
+
 def test_a_push_nothing_matches_after_the_hold_becomes_an_orphan_the_daily_run_retries(codes):
     world = codes
     recipient = numbers(1, start=710)[0]

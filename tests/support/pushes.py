@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from sms_pipeline.core.ids import clean_id
 from sms_pipeline.core.provider_time import format_local, local_date, parse_local
 from sms_pipeline.ingest.delivery_codes import refresh_delivery_codes
 from sms_pipeline.reconcile.pushes import PushPass, reconcile_pushes
@@ -25,7 +26,8 @@ def provider_seconds(instant: datetime, world: World) -> datetime:
 
 def push(world: World, msg_id: str, code: str, *, done_at: datetime | None = None, received_ago_s: float = 0,
          txn_id: str | None = None, recipient: str | None = None, submit_at: datetime | None = None) -> bool:
-    """Store one push as the receiver does; False when it was already stored (a repeat)."""
+    """Store one push as the receiver does (an OTP's transaction "0" as none); False when it was already
+    stored (a repeat)."""
     entry = next((e for e in world.ledger() if e.msg_id == msg_id), None)
     submit = provider_seconds(submit_at or entry.submitted_at, world)
     stored = world.conn.execute(
@@ -33,7 +35,7 @@ def push(world: World, msg_id: str, code: str, *, done_at: datetime | None = Non
                    provider_submit_at, provider_done_at, report_date, received_at)
            VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp() - make_interval(secs => %s))
            ON CONFLICT DO NOTHING""",
-        (msg_id, code, txn_id or (entry.transaction_id if entry else None), recipient or entry.mobile, submit,
+        (msg_id, code, clean_id(txn_id or (entry.transaction_id if entry else None)), recipient or entry.mobile, submit,
          provider_seconds(done_at, world) if done_at else submit + timedelta(seconds=4), local_date(submit, world.tz),
          received_ago_s),
     )
