@@ -4,7 +4,8 @@
 -- sender (for an event that knows no sender, a push whose day report row has
 -- not been read, instead the row's OTP createTime within 1 s of the
 -- provider's submit time: an OTP push is matched within a minute, not the
--- next day, and two OTPs to one number in one second stay ambiguous), attempt time (msg.attempt_at, V80: submitted_at, else claimed_at,
+-- next day, and two OTPs to one number in one second stay ambiguous),
+-- attempt time (msg.attempt_at, V80: submitted_at, else claimed_at,
 -- or scheduled_for for a row handed to the provider ahead of its time, which
 -- the provider sends then) within the window around the provider's submit time (or its other reading inside a DST
 -- fall-back hour), both ends included (the expressions of

@@ -30,12 +30,13 @@ def push(world: World, msg_id: str, code: str, *, done_at: datetime | None = Non
     stored (a repeat)."""
     entry = next((e for e in world.ledger() if e.msg_id == msg_id), None)
     submit = provider_seconds(submit_at or entry.submitted_at, world)
+    txn = clean_id(txn_id or (entry.transaction_id if entry else None))
     stored = world.conn.execute(
         """INSERT INTO dlr.receipt_push_inbox (provider_message_id, error_code, provider_txn_id, recipient,
                    provider_submit_at, provider_done_at, report_date, received_at)
            VALUES (%s, %s, %s, %s, %s, %s, %s, clock_timestamp() - make_interval(secs => %s))
            ON CONFLICT DO NOTHING""",
-        (msg_id, code, clean_id(txn_id or (entry.transaction_id if entry else None)), recipient or entry.mobile, submit,
+        (msg_id, code, txn, recipient or entry.mobile, submit,
          provider_seconds(done_at, world) if done_at else submit + timedelta(seconds=4), local_date(submit, world.tz),
          received_ago_s),
     )
