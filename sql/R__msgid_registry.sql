@@ -93,6 +93,21 @@ BEGIN
         -- Every msgId in new_rows is new to its row, so the old rows need
         -- not be joined (at a million rows that join was most of the
         -- trigger's time).
+        -- First a plain INSERT: without a conflict it registers them all,
+        -- and it skips ON CONFLICT's extra probe of the key per row.
+        -- Any unique_violation undoes it (the block's subtransaction) and
+        -- the careful path below runs instead: it names the holder, and
+        -- it lets through a msgId already registered to its own row.
+        BEGIN
+            EXECUTE $q$
+            INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
+            SELECT provider_message_id, id, created_at
+              FROM new_rows
+             WHERE provider_message_id IS NOT NULL$q$;
+            RETURN NULL;
+        EXCEPTION WHEN unique_violation THEN
+            NULL;
+        END;
         EXECUTE $q$
         INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
         SELECT provider_message_id, id, created_at

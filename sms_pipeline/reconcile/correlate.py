@@ -87,6 +87,7 @@ def correlate(
         conn, "reconcile_correlate_summary"
     ).fetchone()
     queries.run(conn, "reconcile_correlate_unmatched")
+    transaction.analyze(conn, "reconcile_unmatched")
     queries.run(conn, "reconcile_correlate_unmatched_receipts", now=now)
     ms = window_ms(window)
     rows_ambiguous = queries.scalar(conn, "reconcile_correlate_ambiguous_rows", window_ms=ms,
