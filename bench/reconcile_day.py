@@ -260,6 +260,17 @@ def stage_of(name: str) -> str:
     return next((stage for prefix, stage in _STAGE_OF_PREFIX if name.startswith(prefix)), "other")
 
 
+def reconcile_with(conn: psycopg.Connection, day, settings, clock):
+    """``reconcile_day`` with the values the settings give it (as the Dagster asset passes them)."""
+    return reconcile_day(
+        conn, day, clock, provider_timezone=settings.provider_timezone,
+        correlation_window_s=settings.correlation_window_s, campaign_send_spread_s=settings.campaign_send_spread_s,
+        non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
+        resend_after_proof_classes=settings.resend_classes, resend_max_age_h=settings.resend_max_age_h,
+        max_send_delay_h=settings.max_send_delay_h, work_mem_mb=settings.reconcile_work_mem_mb,
+    )
+
+
 def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler: RssSampler):
     """The measured part: what the day_report asset and the receipts + reconciliation multi-asset run."""
     timed_client = TimedClient(client)
@@ -274,13 +285,7 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
                 ingest_s = time.perf_counter() - started
             with timed_statements() as spent:
                 started = time.perf_counter()
-                result = reconcile_day(
-                    conn, day, clock, provider_timezone=settings.provider_timezone,
-                    correlation_window_s=settings.correlation_window_s, campaign_send_spread_s=settings.campaign_send_spread_s,
-                    non_submission_grace_h=settings.non_submission_grace_h, partition_start=settings.partition_start,
-                    resend_after_proof_classes=settings.resend_classes, resend_max_age_h=settings.resend_max_age_h,
-                    max_send_delay_h=settings.max_send_delay_h, work_mem_mb=settings.reconcile_work_mem_mb,
-                )
+                result = reconcile_with(conn, day, settings, clock)
                 reconcile_s = time.perf_counter() - started
         growth = sampler.peak_growth_mb()
     rows, receipts = load.rows, result.receipts

@@ -149,6 +149,24 @@ def test_concurrent_writes_of_one_msgid_leave_it_on_one_row(db_url, db, second_m
     assert rows.fetchone() == (1,)
 
 
+@pytest.mark.parametrize("second_month", [0, 1], ids=["same-month", "other-month"])
+def test_concurrent_updates_writing_one_msgid_leave_it_on_one_row(db_url, db, second_month):
+    # The reconciliation's shape: rows without msgIds get theirs by UPDATE (the statement trigger's plain
+    # insert waits for the other transaction's entry, then takes the careful path that names the holder).
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
+    rows = [insert_message(db, created_at=in_month(0)), insert_message(db, created_at=in_month(second_month))]
+    msg_id = "9308878062554710044"
+
+    def write_onto(row):
+        return lambda conn: conn.execute(
+            "UPDATE msg.outbound_message SET provider_message_id = %s WHERE id = %s AND created_at = %s",
+            (msg_id, *row))
+
+    assert _race(db_url, db, [write_onto(row) for row in rows]) == ["committed", "duplicate"]
+    held = db.execute("SELECT count(*) FROM msg.outbound_message WHERE provider_message_id = %s", (msg_id,))
+    assert held.fetchone() == (1,)
+
+
 def test_a_msgid_set_by_update_is_unique_across_months(db):
     ensure_partitions(db, month_start(), 1, schemas=("msg",))
     holder = insert_message(db, created_at=in_month(0))
@@ -189,3 +207,18 @@ def test_one_update_writing_a_msgid_onto_two_rows_is_refused_and_registers_nothi
     assert registry.fetchall() == [("91", first[0]), ("92", second[0])]
     with pytest.raises(errors.UniqueViolation, match="duplicate provider_message_id"):
         db.execute(statement, (*first, "91", *third, "92"))  # one row keeps its own, the other takes a held one
+
+
+def test_a_msgid_already_registered_to_its_own_row_passes_an_update_that_writes_it(db):
+    # An entry left for the row itself (written straight into the registry here) makes the statement
+    # trigger's plain insert fail; its careful path must then let it through and register the rest.
+    ensure_partitions(db, month_start(), 1, schemas=("msg",))
+    first = insert_message(db, created_at=in_month(0))
+    second = insert_message(db, created_at=in_month(1))
+    db.execute("INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at) "
+               "VALUES ('55', %s, %s)", first)
+    db.execute("""UPDATE msg.outbound_message m SET provider_message_id = v.msg_id
+                    FROM (VALUES (%s::bigint, %s::timestamptz, '55'), (%s, %s, '56')) v (id, created_at, msg_id)
+                   WHERE m.id = v.id AND m.created_at = v.created_at""", (*first, *second))
+    registry = db.execute("SELECT provider_message_id, message_id FROM msg.provider_message_id_registry ORDER BY 1")
+    assert registry.fetchall() == [("55", first[0]), ("56", second[0])]
