@@ -211,6 +211,9 @@ SegmentLimit = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_se
 ParameterName = Annotated[str, AfterValidator(_parameter_name)]
 Port = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_port)]
 CampaignRequestSize = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_campaign_request_size)]
+SendSpread = Annotated[PositiveInt, AfterValidator(_at_most_a_day)]
+WorkMemMB = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_work_mem_mb)]
+ResendClasses = Annotated[str, AfterValidator(_resend_classes)]
 
 
 def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:
@@ -249,7 +252,7 @@ class Settings(BaseSettings):
         "first day partition; unset = the first of the month of the first `db upgrade`, recorded in the database")
     correlation_window_s: PositiveInt = _setting(
         "SMS_PIPELINE_CORRELATION_WINDOW_S", 90, "± seconds for correlation by reconstruction")
-    campaign_send_spread_s: Annotated[PositiveInt, AfterValidator(_at_most_a_day)] = _setting(
+    campaign_send_spread_s: SendSpread = _setting(
         "SMS_PIPELINE_CAMPAIGN_SEND_SPREAD_S", 21_600,
         "seconds after a provider-side campaign's scheduled time the provider may still be sending it "
         "(throttled, a large campaign takes hours): reconstruction looks that far after a handed-over row's "
@@ -260,7 +263,7 @@ class Settings(BaseSettings):
         "a sending row (request may have left) becomes unknown")
     validity_h: PositiveInt = _setting(
         "SMS_PIPELINE_VALIDITY_H", 96, "hours after submission before a receipt-less message expires")
-    reconcile_work_mem_mb: Annotated[int, AfterValidator(_work_mem_mb)] = _setting(
+    reconcile_work_mem_mb: WorkMemMB = _setting(
         "SMS_PIPELINE_RECONCILE_WORK_MEM_MB", 256,
         "Postgres work_mem (MB) of the daily and hourly reconciliation's transaction, for each of its sorts, "
         "hashes and the message update's transition tables; lower it on a small server (slower, same result)")
@@ -269,7 +272,7 @@ class Settings(BaseSettings):
     non_submission_grace_h: NonNegativeInt = _setting(
         "SMS_PIPELINE_NON_SUBMISSION_GRACE_H", 24,
         "hours after a provider day closes before absence proves non-submission")
-    resend_after_proof: Annotated[str, AfterValidator(_resend_classes)] = _setting(
+    resend_after_proof: ResendClasses = _setting(
         "SMS_PIPELINE_RESEND_AFTER_PROOF", "transactional",
         "message classes (comma-separated, or none) re-sent automatically once proved never submitted; "
         "otp is refused")

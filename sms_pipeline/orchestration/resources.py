@@ -25,7 +25,8 @@ from sms_pipeline.core.clock import Clock, FrozenClock, RealClock
 from sms_pipeline.db import connection
 from sms_pipeline.marts.project import dbt_cli, dbt_project
 from sms_pipeline.provider.client import ProviderClient
-from sms_pipeline.settings import Settings, resend_classes
+from sms_pipeline.settings import (NonNegativeInt, PositiveInt, ResendClasses, SendSpread, Settings, WorkMemMB,
+                                   resend_classes)
 
 
 def _default(name: str) -> Any:
@@ -92,21 +93,25 @@ class ClockResource(dg.ConfigurableResource):
 
 
 class PipelineResource(dg.ConfigurableResource):
-    """The values the assets run with (as in the settings): the provider's zone, windows, lease, pacing."""
+    """The values the assets run with (as in the settings): the provider's zone, windows, lease, pacing.
+
+    Each value has its setting's type and checks: a value set in the launchpad is refused when the run's
+    resources start, with the setting's message, as the environment's would be (not by Postgres mid-run).
+    """
 
     provider_timezone: str = _default("provider_timezone").key
-    correlation_window_s: int = _default("correlation_window_s")
-    campaign_send_spread_s: int = _default("campaign_send_spread_s")
-    non_submission_grace_h: int = _default("non_submission_grace_h")
-    resend_after_proof: str = _default("resend_after_proof")
-    resend_max_age_h: int = _default("resend_max_age_h")
-    push_inbox_keep_h: int = _default("push_inbox_keep_h")
-    max_send_delay_h: int = _default("max_send_delay_h")
-    claim_lease_s: int = _default("claim_lease_s")
-    validity_h: int = _default("validity_h")
-    report_concurrency: int = _default("report_concurrency")
-    lookback_days: int = _default("lookback_days")
-    reconcile_work_mem_mb: int = _default("reconcile_work_mem_mb")
+    correlation_window_s: PositiveInt = _default("correlation_window_s")
+    campaign_send_spread_s: SendSpread = _default("campaign_send_spread_s")
+    non_submission_grace_h: NonNegativeInt = _default("non_submission_grace_h")
+    resend_after_proof: ResendClasses = _default("resend_after_proof")
+    resend_max_age_h: NonNegativeInt = _default("resend_max_age_h")
+    push_inbox_keep_h: PositiveInt = _default("push_inbox_keep_h")
+    max_send_delay_h: PositiveInt = _default("max_send_delay_h")
+    claim_lease_s: PositiveInt = _default("claim_lease_s")
+    validity_h: PositiveInt = _default("validity_h")
+    report_concurrency: PositiveInt = _default("report_concurrency")
+    lookback_days: NonNegativeInt = _default("lookback_days")
+    reconcile_work_mem_mb: WorkMemMB = _default("reconcile_work_mem_mb")
     text_hmac_key: str | None = None  # an EnvVar reference in a deployment (see build_resources)
     home: str = str(_default("home"))  # where the text key is kept when none is configured
 
