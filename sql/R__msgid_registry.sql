@@ -76,6 +76,7 @@ DECLARE
     wanted bigint;
     holder_id bigint;
     had_msgids boolean;
+    register_new text;
 BEGIN
     -- Most UPDATEs (the worker's claims and outcomes, upkeep) touch rows
     -- that have no msgId before or after: nothing for the registry to do.
@@ -98,22 +99,18 @@ BEGIN
         -- Any unique_violation undoes it (the block's subtransaction) and
         -- the careful path below runs instead: it names the holder, and
         -- it lets through a msgId already registered to its own row.
+        register_new := $q$
+        INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
+        SELECT provider_message_id, id, created_at
+          FROM new_rows
+         WHERE provider_message_id IS NOT NULL$q$;
         BEGIN
-            EXECUTE $q$
-            INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
-            SELECT provider_message_id, id, created_at
-              FROM new_rows
-             WHERE provider_message_id IS NOT NULL$q$;
+            EXECUTE register_new;
             RETURN NULL;
         EXCEPTION WHEN unique_violation THEN
             NULL;
         END;
-        EXECUTE $q$
-        INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
-        SELECT provider_message_id, id, created_at
-          FROM new_rows
-         WHERE provider_message_id IS NOT NULL
-        ON CONFLICT (provider_message_id) DO NOTHING$q$;
+        EXECUTE register_new || ' ON CONFLICT (provider_message_id) DO NOTHING';
         GET DIAGNOSTICS registered = ROW_COUNT;
         EXECUTE $q$SELECT count(*) FROM new_rows WHERE provider_message_id IS NOT NULL$q$ INTO wanted;
     ELSE
