@@ -6,15 +6,16 @@
 ``build`` (minutes, once): the setup of ``bench/reconcile_day.py`` (a simulator
 bills the day, the outbound rows go in through their triggers) and the day
 report's load, into the database ``reconcile_lab_template``; the day and the
-settings it needs are written next to it (``reconcile_lab.json`` in the home).
+settings a trial needs go into ``reconcile_lab.json`` in the home folder.
 
 ``trial``: a new database copied from the template (``CREATE DATABASE ...
 TEMPLATE``), migrated to the tree being run (a changed R__ file is applied
 again), vacuumed and checkpointed; then ``reconcile_day`` with each named
 statement timed, and what it left (states, receipt dispositions, registry
 entries) to compare trees by. With ``--explain``, that statement runs under
-``EXPLAIN (ANALYZE, BUFFERS)`` instead, its plan is printed (trigger times
-included) and the run stops there, rolled back.
+``EXPLAIN (ANALYZE, BUFFERS)`` instead (its first run, for a statement the
+run repeats), its plan is printed (trigger times included) and the run stops
+there, rolled back.
 
 A trial's figures are for comparing statements, not for the ratio to the
 floor: that is ``bench/reconcile_day.py``'s, whose setup is the same.
@@ -33,6 +34,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import psycopg
+from psycopg import sql
 from pydantic import SecretStr
 
 from sms_pipeline import hmac_keys
@@ -85,6 +87,7 @@ def build(admin: str, messages: int, state: Path) -> None:
             conn.execute("VACUUM ANALYZE")
     # The provider is not needed again: the day report is loaded. The text key is the one the rows
     # were fingerprinted with.
+    state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"day": day.isoformat(), "download_at": download_at.isoformat(),
                                  "environ": environ}))
     print(f"built {TEMPLATE}: {messages:,} messages of {day.isoformat()}")
@@ -94,10 +97,12 @@ def explaining(statement: str):
     """``queries.run`` that EXPLAINs ``statement`` and stops there."""
     original = queries.run
 
-    def run(target: Any, name: str, /, **params: Any) -> psycopg.Cursor:
+    def run(target: Any, name: str, /, *, identifiers: Any = None, **params: Any) -> psycopg.Cursor:
         if name != statement:
-            return original(target, name, **params)
-        plan = target.execute("EXPLAIN (ANALYZE, BUFFERS) " + queries.load(name), params).fetchall()
+            return original(target, name, identifiers=identifiers, **params)
+        text = queries.statement(name, identifiers)
+        explained = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + (sql.SQL(text) if isinstance(text, str) else text)
+        plan = target.execute(explained, params).fetchall()
         print("\n".join(line for (line,) in plan))
         raise Explained
 
@@ -105,6 +110,8 @@ def explaining(statement: str):
 
 
 def trial(admin: str, state: Path, explain: str | None) -> None:
+    if not state.exists():
+        raise SystemExit(f"no lab day in {state.parent}: run `python bench/reconcile_lab.py build` first")
     recorded = json.loads(state.read_text())
     url = recreate(admin, TRIAL, TEMPLATE)
     settings = settings_module.load({**os.environ, **recorded["environ"], "SMS_PIPELINE_DATABASE_URL": url})
@@ -114,11 +121,13 @@ def trial(admin: str, state: Path, explain: str | None) -> None:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CHECKPOINT")
         if explain:
-            queries.run = explaining(explain)
+            original, queries.run = queries.run, explaining(explain)
             try:
                 reconcile_with(conn, date.fromisoformat(recorded["day"]), settings, clock)
             except Explained:
                 return
+            finally:
+                queries.run = original
             raise SystemExit(f"{explain} did not run")
         with timed_statements() as spent:
             started = time.perf_counter()

@@ -77,6 +77,11 @@ def _zone(raw: Any) -> Any:
         raise ValueError("must be an IANA time zone such as Asia/Kolkata") from exc
 
 
+def _zone_name(raw: str) -> str:
+    # A zone checked but kept as its name, for config that holds plain values (the Dagster resources).
+    return _zone(raw).key
+
+
 def _postgres_url(raw: str) -> str:
     if not raw.startswith(("postgresql://", "postgres://")):
         raise ValueError("must start with postgresql://")
@@ -214,6 +219,7 @@ CampaignRequestSize = Annotated[int, BeforeValidator(_whole_number), AfterValida
 SendSpread = Annotated[PositiveInt, AfterValidator(_at_most_a_day)]
 WorkMemMB = Annotated[int, BeforeValidator(_whole_number), AfterValidator(_work_mem_mb)]
 ResendClasses = Annotated[str, AfterValidator(_resend_classes)]
+ZoneName = Annotated[str, AfterValidator(_zone_name)]
 
 
 def _setting(variable: str, default: Any, meaning: str, *, credential: bool = False) -> Any:

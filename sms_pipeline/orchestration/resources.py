@@ -26,7 +26,7 @@ from sms_pipeline.db import connection
 from sms_pipeline.marts.project import dbt_cli, dbt_project
 from sms_pipeline.provider.client import ProviderClient
 from sms_pipeline.settings import (NonNegativeInt, PositiveInt, ResendClasses, SendSpread, Settings, WorkMemMB,
-                                   resend_classes)
+                                   ZoneName, resend_classes)
 
 
 def _default(name: str) -> Any:
@@ -95,11 +95,12 @@ class ClockResource(dg.ConfigurableResource):
 class PipelineResource(dg.ConfigurableResource):
     """The values the assets run with (as in the settings): the provider's zone, windows, lease, pacing.
 
-    Each value has its setting's type and checks: a value set in the launchpad is refused when the run's
-    resources start, with the setting's message, as the environment's would be (not by Postgres mid-run).
+    Each value has its setting's own type and checks: a value set in the launchpad that its setting would
+    refuse fails the run when its resources start, with the setting's message (not Postgres mid-run).
+    Checks across settings (a lease that outlasts a provider request) stay with the environment's settings.
     """
 
-    provider_timezone: str = _default("provider_timezone").key
+    provider_timezone: ZoneName = _default("provider_timezone").key
     correlation_window_s: PositiveInt = _default("correlation_window_s")
     campaign_send_spread_s: SendSpread = _default("campaign_send_spread_s")
     non_submission_grace_h: NonNegativeInt = _default("non_submission_grace_h")

@@ -151,8 +151,8 @@ def test_concurrent_writes_of_one_msgid_leave_it_on_one_row(db_url, db, second_m
 
 @pytest.mark.parametrize("second_month", [0, 1], ids=["same-month", "other-month"])
 def test_concurrent_updates_writing_one_msgid_leave_it_on_one_row(db_url, db, second_month):
-    # The reconciliation's shape: rows without msgIds get theirs by UPDATE (the statement trigger's plain
-    # insert waits for the other transaction's entry, then takes the careful path that names the holder).
+    # The reconciliation's shape: rows without msgIds get theirs by UPDATE, so the statement trigger's plain
+    # insert waits for the other transaction's entry; the one that loses is refused.
     ensure_partitions(db, month_start(), 1, schemas=("msg",))
     rows = [insert_message(db, created_at=in_month(0)), insert_message(db, created_at=in_month(second_month))]
     msg_id = "9308878062554710044"

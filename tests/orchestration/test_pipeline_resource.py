@@ -15,7 +15,9 @@ from sms_pipeline.orchestration.resources import PipelineResource
     ("correlation_window_s", 0, "must be a positive integer"),
     ("claim_lease_s", -5, "must be a positive integer"),
     ("lookback_days", -1, "must be zero or more"),
-    ("resend_after_proof", "transactionl", "transactionl"),
+    ("resend_after_proof", "transactionl", "must be message classes"),
+    ("resend_after_proof", "otp", "a late code is useless"),
+    ("provider_timezone", "Asia/Kolkat", "must be an IANA time zone"),
 ])
 def test_a_value_the_settings_refuse_is_refused_by_the_resource(field, value, message):
     with pytest.raises(ValueError, match=message):
