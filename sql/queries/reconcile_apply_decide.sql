@@ -19,32 +19,41 @@
 --     applied).
 -- A message has a conflict exactly when its final events do not all carry
 -- settled_outcome: either they carry two outcomes, or their one outcome is
--- not it. That is read off the smallest and largest final outcome of the
--- grouping pass (has_conflict), and the conflicting word is looked up for
+-- not it. That is read off the smallest and largest final outcome in the
+-- message's window (has_conflict), and the conflicting word is looked up for
 -- those messages only, by reconcile_apply_conflicts.sql: at a million rows a
 -- join of every event against every decision here found none and cost a
 -- third of the statement.
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.
--- Creates the temporary table reconcile_message_decisions.
 CREATE TEMPORARY TABLE reconcile_message_decisions ON COMMIT DROP AS
 WITH per_message AS (
-    SELECT message_id, message_created_at,
-           min(msg_id) AS msg_id,
-           min(pass) AS pass,
-           min(provider_txn_id) AS txn_id,
-           min(outcome) FILTER (WHERE outcome IN ('delivered', 'failed', 'expired')) AS min_final_outcome,
-           max(outcome) FILTER (WHERE outcome IN ('delivered', 'failed', 'expired')) AS max_final_outcome
-      FROM reconcile_events
-     GROUP BY message_id, message_created_at
-),
-first_final AS (
-    SELECT DISTINCT ON (message_id, message_created_at)
-           message_id, message_created_at, receipt_id, submit_month, status_word, outcome, cause, provider_done_at
-      FROM reconcile_events
-     WHERE outcome IN ('delivered', 'failed', 'expired')
-     ORDER BY message_id, message_created_at, provider_done_at NULLS LAST, first_seen_at, receipt_id
+    -- One sort of the events serves the grouping and the first final: the
+    -- window holds the whole message (its frame spans the partition), and
+    -- its order puts the first final, if any, on the partition's first row,
+    -- which DISTINCT ON keeps. msg_id and pass are that row's: the events of
+    -- a message all come from its one matched decision
+    -- (reconcile_apply_events.sql reads only decisions that are `matched`,
+    -- one per msgId and one per message).
+    SELECT DISTINCT ON (e.message_id, e.message_created_at)
+           e.message_id, e.message_created_at, e.msg_id, e.pass,
+           min(e.provider_txn_id) OVER w AS txn_id,
+           min(e.outcome) FILTER (WHERE k.is_final) OVER w AS min_final_outcome,
+           max(e.outcome) FILTER (WHERE k.is_final) OVER w AS max_final_outcome,
+           CASE WHEN k.is_final THEN e.receipt_id END AS final_receipt_id,
+           CASE WHEN k.is_final THEN e.submit_month END AS final_submit_month,
+           CASE WHEN k.is_final THEN e.status_word END AS final_word,
+           CASE WHEN k.is_final THEN e.outcome END AS final_outcome,
+           CASE WHEN k.is_final THEN e.cause END AS final_cause,
+           CASE WHEN k.is_final THEN e.provider_done_at END AS final_done_at
+      FROM reconcile_events e
+     CROSS JOIN LATERAL (SELECT e.outcome IN ('delivered', 'failed', 'expired') AS is_final) k
+    WINDOW w AS (PARTITION BY e.message_id, e.message_created_at
+                 ORDER BY k.is_final DESC, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+     ORDER BY e.message_id, e.message_created_at,
+              k.is_final DESC, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
 ),
 decided AS (
     SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id, p.min_final_outcome,
@@ -61,23 +70,18 @@ decided AS (
            m.state AS old_state,
            m.final_status AS old_final_status,
            m.state_reason AS old_state_reason,
-           f.receipt_id AS final_receipt_id,
-           f.submit_month AS final_submit_month,
-           f.status_word AS final_word,
-           f.outcome AS final_outcome,
-           f.cause AS final_cause,
-           f.provider_done_at AS final_done_at,
+           p.final_receipt_id, p.final_submit_month, p.final_word, p.final_outcome, p.final_cause,
+           p.final_done_at,
            e.evidence_state,
-           CASE WHEN e.evidence_state = 'submitted' AND f.outcome IS NOT NULL
-                -- f.outcome is one of the three: first_final reads final events only
-                THEN CASE f.outcome WHEN 'delivered' THEN 'delivered'::msg.message_state
-                                    WHEN 'failed' THEN 'failed'::msg.message_state
-                                    WHEN 'expired' THEN 'expired'::msg.message_state END
+           CASE WHEN e.evidence_state = 'submitted' AND p.final_outcome IS NOT NULL
+                -- final_outcome is NULL or one of the three
+                THEN CASE p.final_outcome WHEN 'delivered' THEN 'delivered'::msg.message_state
+                                          WHEN 'failed' THEN 'failed'::msg.message_state
+                                          WHEN 'expired' THEN 'expired'::msg.message_state END
                 ELSE e.evidence_state END AS new_state
       FROM per_message p
       JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
       JOIN reconcile_uncorrelated u ON u.msg_id = p.msg_id
-      LEFT JOIN first_final f ON f.message_id = p.message_id AND f.message_created_at = p.message_created_at
      CROSS JOIN LATERAL (
            SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END
                       AS evidence_state) e
