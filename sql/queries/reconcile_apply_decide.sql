@@ -1,4 +1,5 @@
--- Each matched message's new events reduced to one decision (DISTINCT ON),
+-- Each matched message's events (the day's new ones and stored ones that
+-- waited) reduced to one decision (DISTINCT ON),
 -- forward only:
 --   * any matched event is evidence the provider took the message: an
 --     `unknown` row counts as `submitted` from here on;
@@ -27,6 +28,7 @@
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.
+-- Creates the temporary table reconcile_message_decisions.
 CREATE TEMPORARY TABLE reconcile_message_decisions ON COMMIT DROP AS
 WITH per_message AS (
     -- One sort of the events serves the grouping and the first final: the
@@ -50,10 +52,10 @@ WITH per_message AS (
       FROM reconcile_events e
      CROSS JOIN LATERAL (SELECT e.outcome IN ('delivered', 'failed', 'expired') AS is_final) k
     WINDOW w AS (PARTITION BY e.message_id, e.message_created_at
-                 ORDER BY k.is_final DESC, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
+                 ORDER BY k.is_final DESC NULLS LAST, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
                  ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
      ORDER BY e.message_id, e.message_created_at,
-              k.is_final DESC, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
+              k.is_final DESC NULLS LAST, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
 ),
 decided AS (
     SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id, p.min_final_outcome,
