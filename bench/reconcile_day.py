@@ -14,8 +14,8 @@ unless ``--keep-database``: then the last one stays, for EXPLAIN):
    call: ``load_day_report`` (download over HTTP, verify, COPY of the CSV into
    staging with its checksum, INSERT ... SELECT into the partition, stats),
    ``reconcile_day`` (receipt events staged, correlation, state moves, the
-   events stored linked, orphans, proof of non-submission; each named
-   statement timed);
+   events stored linked, orphans, proof of non-submission); each named
+   statement and COPY of both timed, the load's printed apart;
 3. the naive peer on the same file: pandas reads the first ``--naive-rows``
    rows, then one UPDATE per row of the message copy;
 4. the floor on the same file: COPY of the CSV into an unlogged table, one
