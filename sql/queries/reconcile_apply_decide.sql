@@ -37,7 +37,9 @@ WITH per_message AS (
     -- which DISTINCT ON keeps. msg_id and pass are that row's: the events of
     -- a message all come from its one matched decision
     -- (reconcile_apply_events.sql reads only decisions that are `matched`,
-    -- one per msgId and one per message).
+    -- one per msgId and one per message). The window repeats the ORDER BY's
+    -- keys so that the one sort serves both, on Postgres 15 as on 18 (its
+    -- full frame makes the order no matter to the aggregates).
     SELECT DISTINCT ON (e.message_id, e.message_created_at)
            e.message_id, e.message_created_at, e.msg_id, e.pass,
            min(e.provider_txn_id) OVER w AS txn_id,
