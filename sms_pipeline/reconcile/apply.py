@@ -12,7 +12,7 @@
 * Every statement writes only rows whose values change: a re-run updates
   nothing.
 
-Runs inside the caller's transaction, reading correlate's temporary tables.
+Runs inside the caller's transaction, reading correlate's work tables.
 Stored events that were waiting are linked here; the day's new events are
 inserted linked afterwards, from ``reconcile_event_dispositions``.
 """

@@ -106,9 +106,7 @@ def reconcile_pushes(
     started = time.perf_counter()
     now = clock.now()
     window, spread = timedelta(seconds=correlation_window_s), timedelta(seconds=campaign_send_spread_s)
-    with conn.transaction():
-        transaction.lock(conn)
-        transaction.use_memory(conn, transaction.PUSH_PASS_WORK_MEM_MB)
+    with transaction.reconciliation(conn, transaction.PUSH_PASS_WORK_MEM_MB):
         staged = stage_new_receipts(conn, None, now, push_days=days)
         correlation = correlate(conn, day=None, window=window, spread=spread, provider_timezone=provider_timezone,
                                 now=now)

@@ -14,7 +14,7 @@ then the same normalisation; a code the table lacks is the unmapped word
 (:mod:`sms_pipeline.reconcile.pushes`) reads only the waiting pushes.
 
 The new events are staged first (:func:`stage_new_receipts`, the
-temporary table ``reconcile_new_events``), correlated and decided with the
+work table ``reconcile_work.reconcile_new_events``), correlated and decided with the
 stored ones, and only then stored, once, already linked to their message
 (:func:`store_new_receipts`). Both run inside the reconciliation's
 transaction (:func:`sms_pipeline.reconcile.run.reconcile_day`,

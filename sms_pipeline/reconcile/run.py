@@ -1,10 +1,11 @@
 """One provider day, end to end: receipts, correlation, state moves, orphans, proof, re-send after proof.
 
 :func:`reconcile_day` is what the Dagster assets (also when the CLI runs them)
-and the benchmark call. Everything runs in one transaction: the steps read each other's
-temporary tables, each receipt event is written once (after its
-correlation and disposition are known, never stored uncorrelated and then
-rewritten), and a failure leaves the day exactly as it was.
+and the benchmark call. Everything runs in one transaction
+(:func:`sms_pipeline.reconcile.transaction.reconciliation`): the steps read each other's work
+tables (``reconcile_work``), each receipt event is written once (after its correlation and
+disposition are known, never stored uncorrelated and then rewritten), and a failure leaves the
+day exactly as it was.
 
 Receipt pushes are not read here: the push pass
 (:func:`sms_pipeline.reconcile.pushes.reconcile_pushes`) reads them, with
@@ -124,9 +125,7 @@ def reconcile_day(
     day_start, day_end = day_bounds(day, tz)
     window = timedelta(seconds=correlation_window_s)
     spread = timedelta(seconds=campaign_send_spread_s)
-    with conn.transaction():
-        transaction.lock(conn)
-        transaction.use_memory(conn, work_mem_mb)
+    with transaction.reconciliation(conn, work_mem_mb):
         receipts = stage_new_receipts(conn, day, now)
         # Provider-side campaign rows whose transaction the day's report shows sent: submitted (billed at
         # their time) before the day is correlated; what the report does not show waits for the worker.

@@ -1,10 +1,13 @@
-"""The reconciliation's own transaction: one at a time, enough memory, fresh statistics.
+"""The reconciliation's own transaction: one at a time, enough memory, work tables, fresh statistics.
 
 The statements themselves are named files of ``sql/queries`` run through
 :mod:`sms_pipeline.db.queries`; these are the settings around them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import sql
@@ -20,15 +23,38 @@ RECONCILE_LOCK = 0x5A5_0801
 # the settings (SMS_PIPELINE_RECONCILE_WORK_MEM_MB, docs/design.md#reconciliation-memory).
 PUSH_PASS_WORK_MEM_MB = 64
 
+# The planner's price of handing a row from a parallel worker to the leader
+# (Postgres's default: 0.1). At 0.1 a statement that writes a million rows
+# into a work table never runs in parallel, however much each row costs to
+# make; at this price the day's statements use the second core and take
+# seconds less (docs/design.md "Work tables and the second core").
+PARALLEL_TUPLE_COST = "0.001"
+
+# The schema of the work tables (sql/V86__reconcile_work_schema.sql).
+WORK_SCHEMA = "reconcile_work"
+
 
 def require_no_open_transaction(conn: psycopg.Connection) -> None:
     """Refuse a connection inside a transaction: these steps commit their own.
 
-    Temporary tables live until commit, so running a second day inside the
-    caller's transaction would meet the first day's tables.
+    The work tables live until the run commits, so running a second day
+    inside the caller's transaction would meet the first day's tables.
     """
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise ValueError("reconciliation needs a connection outside any transaction (it commits its own)")
+
+
+@contextmanager
+def reconciliation(conn: psycopg.Connection, work_mem_mb: int) -> Iterator[None]:
+    """The reconciliation's transaction: locked, with ``work_mem_mb`` of ``work_mem`` and parallel plans
+    priced for its size; its work tables (``reconcile_work``) dropped before it commits. On an error it
+    rolls back, and the tables it made go with it."""
+    with conn.transaction():
+        lock(conn)
+        use_memory(conn, work_mem_mb)
+        queries.run(conn, "set_local_parallel_tuple_cost", cost=PARALLEL_TUPLE_COST)
+        yield
+        queries.run(conn, "reconcile_work_drop")
 
 
 def lock(conn: psycopg.Connection) -> None:
@@ -41,6 +67,7 @@ def use_memory(conn: psycopg.Connection, megabytes: int) -> None:
     queries.run(conn, "set_local_work_mem", work_mem=f"{megabytes}MB")
 
 
-def analyze(conn: psycopg.Connection, temporary_table: str) -> None:
-    """Statistics for a temporary table (autovacuum never sees them): the next join's plan depends on them."""
-    queries.run(conn, "analyze_table", identifiers={"table": sql.Identifier(temporary_table)})
+def analyze(conn: psycopg.Connection, work_table: str) -> None:
+    """Statistics for a work table just filled (autovacuum never sees it before the run commits, and then it
+    is gone): the next join's plan depends on them."""
+    queries.run(conn, "analyze_table", identifiers={"table": sql.Identifier(WORK_SCHEMA, work_table)})

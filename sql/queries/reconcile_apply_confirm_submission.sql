@@ -16,7 +16,7 @@ WITH moved AS (
                SELECT COALESCE(m.billable_units, m.segments) * p.unit_price, p.currency
                  FROM msg.unit_price(m.tenant_id, m.channel, m.message_class, d.submit_at, %(time_zone)s) AS p),
            updated_at = %(now)s::timestamptz
-      FROM reconcile_message_decisions d
+      FROM reconcile_work.reconcile_message_decisions d
      WHERE m.id = d.message_id
        AND m.created_at = d.message_created_at
        AND m.state = 'unknown'

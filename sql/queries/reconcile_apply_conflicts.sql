@@ -3,13 +3,13 @@
 -- the messages that have one (has_conflict, reconcile_apply_decide.sql):
 -- kept beside the applied final, counted, never applied. A day without
 -- conflicts reads no event here (the join's build side is empty).
--- Updates the temporary table reconcile_message_decisions.
-UPDATE reconcile_message_decisions d
+-- Updates the work table reconcile_work.reconcile_message_decisions.
+UPDATE reconcile_work.reconcile_message_decisions d
    SET conflict_word = c.status_word
   FROM (SELECT DISTINCT ON (e.message_id, e.message_created_at)
                e.message_id, e.message_created_at, e.status_word
-          FROM reconcile_message_decisions s
-          JOIN reconcile_events e ON e.message_id = s.message_id AND e.message_created_at = s.message_created_at
+          FROM reconcile_work.reconcile_message_decisions s
+          JOIN reconcile_work.reconcile_events e ON e.message_id = s.message_id AND e.message_created_at = s.message_created_at
          WHERE s.has_conflict
            AND e.outcome IN ('delivered', 'failed', 'expired')
            AND e.outcome IS DISTINCT FROM s.settled_outcome

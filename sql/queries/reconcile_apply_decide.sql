@@ -28,8 +28,8 @@
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.
--- Creates the temporary table reconcile_message_decisions.
-CREATE TEMPORARY TABLE reconcile_message_decisions ON COMMIT DROP AS
+-- Creates the work table reconcile_work.reconcile_message_decisions.
+CREATE UNLOGGED TABLE reconcile_work.reconcile_message_decisions AS
 WITH per_message AS (
     -- One sort of the events serves the grouping and the first final: the
     -- window holds the whole message (its frame spans the partition), and
@@ -51,7 +51,7 @@ WITH per_message AS (
            CASE WHEN k.is_final THEN e.outcome END AS final_outcome,
            CASE WHEN k.is_final THEN e.cause END AS final_cause,
            CASE WHEN k.is_final THEN e.provider_done_at END AS final_done_at
-      FROM reconcile_events e
+      FROM reconcile_work.reconcile_events e
      CROSS JOIN LATERAL (SELECT e.outcome IN ('delivered', 'failed', 'expired') AS is_final) k
     WINDOW w AS (PARTITION BY e.message_id, e.message_created_at
                  ORDER BY k.is_final DESC NULLS LAST, e.provider_done_at NULLS LAST, e.first_seen_at, e.receipt_id
@@ -85,7 +85,7 @@ decided AS (
                 ELSE e.evidence_state END AS new_state
       FROM per_message p
       JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
-      JOIN reconcile_uncorrelated u ON u.msg_id = p.msg_id
+      JOIN reconcile_work.reconcile_uncorrelated u ON u.msg_id = p.msg_id
      CROSS JOIN LATERAL (
            SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END
                       AS evidence_state) e

@@ -1,2 +1,2 @@
 -- Events linked in this run, by disposition. Returns (disposition, events).
-SELECT disposition, count(*) FROM reconcile_event_dispositions GROUP BY 1
+SELECT disposition, count(*) FROM reconcile_work.reconcile_event_dispositions GROUP BY 1

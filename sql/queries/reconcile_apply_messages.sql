@@ -19,7 +19,7 @@ WITH target AS (
            CASE WHEN d.applies AND d.final_outcome = 'delivered' THEN d.final_done_at END AS applied_delivered_at,
            CASE WHEN d.new_state IS DISTINCT FROM d.evidence_state AND d.new_state IN ('failed', 'expired')
                 THEN 'receipt_' || d.new_state::text END AS receipt_reason
-      FROM reconcile_message_decisions d
+      FROM reconcile_work.reconcile_message_decisions d
 ),
 moved AS (
     UPDATE msg.outbound_message m

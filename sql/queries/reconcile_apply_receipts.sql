@@ -8,7 +8,7 @@ UPDATE dlr.delivery_receipts r
        correlation_result = 'matched',
        correlated_at = %(now)s::timestamptz,
        disposition = x.disposition
-  FROM reconcile_event_dispositions x
+  FROM reconcile_work.reconcile_event_dispositions x
  WHERE x.stored
    AND r.receipt_id = x.receipt_id
    AND r.submit_month = x.submit_month

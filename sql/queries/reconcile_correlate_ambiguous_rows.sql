@@ -6,7 +6,7 @@
 -- Parameters: window_ms, spread_ms, now. Returns how many rows changed.
 WITH ambiguous AS (
     SELECT message_id, message_created_at, bool_or(pass = 3) AS by_reconstruction
-      FROM reconcile_decisions
+      FROM reconcile_work.reconcile_decisions
      WHERE NOT matched
      GROUP BY message_id, message_created_at
 ),

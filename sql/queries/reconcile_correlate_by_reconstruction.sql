@@ -32,12 +32,12 @@
 -- row with two msgIds, is ambiguous for all of them (two identical texts
 -- to one number stay so).
 -- Parameters: window, spread (intervals).
--- Creates the temporary table reconcile_pairs_by_reconstruction.
-CREATE TEMPORARY TABLE reconcile_pairs_by_reconstruction ON COMMIT DROP AS
+-- Creates the work table reconcile_work.reconcile_pairs_by_reconstruction.
+CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_reconstruction AS
 WITH candidates AS (
     SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at,
            m.message_fingerprint = u.fingerprint AS same_text, s.same_second
-      FROM reconcile_uncorrelated u
+      FROM reconcile_work.reconcile_uncorrelated u
       JOIN msg.outbound_message m
         ON m.recipient = u.recipient
       CROSS JOIN LATERAL (
@@ -59,8 +59,8 @@ WITH candidates AS (
        AND m.provider_txn_id IS NULL
        AND m.queue_state IN ('submitted', 'unknown')  -- = state; the partial indexes read queue_state (V73)
        AND m.provider_message_id IS NULL
-       AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
-       AND NOT EXISTS (SELECT 1 FROM reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)
+       AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
+       AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)
 )
 SELECT c.msg_id, c.message_id, c.message_created_at, 3::smallint AS pass
   FROM candidates c

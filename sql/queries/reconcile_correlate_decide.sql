@@ -4,12 +4,12 @@
 -- several candidates.
 -- The msgId window sorts byte-wise (COLLATE "C": the same groups, since
 -- equal text is equal bytes; docs/design.md#sorting-ids-byte-wise).
--- Creates the temporary table reconcile_decisions: every candidate pair of
+-- Creates the work table reconcile_work.reconcile_decisions: every candidate pair of
 -- the three passes, with its verdict.
-CREATE TEMPORARY TABLE reconcile_decisions ON COMMIT DROP AS
+CREATE UNLOGGED TABLE reconcile_work.reconcile_decisions AS
 SELECT msg_id, message_id, message_created_at, pass,
        count(*) OVER (PARTITION BY msg_id COLLATE "C") = 1
        AND count(*) OVER (PARTITION BY message_id, message_created_at) = 1 AS matched
-  FROM (SELECT * FROM reconcile_pairs_by_msgid
-        UNION ALL SELECT * FROM reconcile_pairs_by_transaction
-        UNION ALL SELECT * FROM reconcile_pairs_by_reconstruction) AS pairs
+  FROM (SELECT * FROM reconcile_work.reconcile_pairs_by_msgid
+        UNION ALL SELECT * FROM reconcile_work.reconcile_pairs_by_transaction
+        UNION ALL SELECT * FROM reconcile_work.reconcile_pairs_by_reconstruction) AS pairs

@@ -18,7 +18,7 @@ WITH changed AS (
        AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) >= %(day_start)s::timestamptz
        AND msg.attempt_at(m.submitted_at, m.claimed_at, m.scheduled_for) < %(day_end)s::timestamptz
        AND m.provider_message_id IS NULL
-       AND NOT EXISTS (SELECT 1 FROM reconcile_decisions p
+       AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_decisions p
                         WHERE p.message_id = m.id AND p.message_created_at = m.created_at)
        AND (m.correlation_result, m.correlation_window_ms)
            IS DISTINCT FROM ('not_found'::msg.correlation_result,

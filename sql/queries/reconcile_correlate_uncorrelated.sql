@@ -1,5 +1,5 @@
 -- Every provider msgId that has uncorrelated receipt events: the day's new
--- events (reconcile_new_events, not stored yet) and stored ones still
+-- events (reconcile_work.reconcile_new_events, not stored yet) and stored ones still
 -- waiting (orphans, earlier ambiguous or not-found ones: all are tried
 -- again on every run), reduced to one row: correlation works per msgId, not per
 -- event, so the ACCEPTD and the DELIVRD of one message count as one
@@ -23,14 +23,14 @@
 -- the msgIds it read, so its cost follows the pushes, not the backlog
 -- (the hourly and daily runs still try every one).
 -- Parameters: time_zone (the provider's), every_waiting (boolean).
--- Creates the temporary table reconcile_uncorrelated (dropped at commit).
-CREATE TEMPORARY TABLE reconcile_uncorrelated ON COMMIT DROP AS
+-- Creates the work table reconcile_work.reconcile_uncorrelated.
+CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS
 WITH waiting AS (
     SELECT provider_message_id, provider_txn_id, recipient, sender_name, provider_submit_at, source,
            message_fingerprint
       FROM dlr.delivery_receipts
      WHERE message_id IS NULL
-       AND (%(every_waiting)s OR provider_message_id IN (SELECT msg_id FROM reconcile_source_rows))
+       AND (%(every_waiting)s OR provider_message_id IN (SELECT msg_id FROM reconcile_work.reconcile_source_rows))
 ),
 per_id AS (
     SELECT provider_message_id AS msg_id,
@@ -44,11 +44,11 @@ per_id AS (
       FROM (SELECT * FROM waiting
             UNION ALL
             SELECT msg_id, txn_id, recipient, sender_name, provider_submit_at, source, message_fingerprint
-              FROM reconcile_new_events
+              FROM reconcile_work.reconcile_new_events
             UNION ALL
             -- text and sender only (every other column NULL: no other aggregate above changes)
             SELECT msg_id, NULL, NULL, sender_name, NULL, NULL, message_fingerprint
-              FROM reconcile_source_rows
+              FROM reconcile_work.reconcile_source_rows
              WHERE msg_id IN (SELECT provider_message_id FROM waiting)) AS events
      GROUP BY provider_message_id
 )

@@ -3,7 +3,7 @@
 -- orphan per event key, so a re-run adds nothing. Ambiguous events are not
 -- orphans: they were matched, twice.
 -- every_waiting: false in a pass over new pushes: only the events of the
--- msgIds it tried (reconcile_uncorrelated; see reconcile_correlate_uncorrelated).
+-- msgIds it tried (reconcile_work.reconcile_uncorrelated; see reconcile_correlate_uncorrelated).
 -- Parameters: every_waiting (boolean). Returns how many orphans were opened.
 WITH opened AS (
     INSERT INTO dlr.orphaned_receipts (provider_message_id, status_word, raw_status, source, raw_payload, received_at)
@@ -24,7 +24,7 @@ WITH opened AS (
       FROM dlr.delivery_receipts r
      WHERE r.message_id IS NULL
        AND r.correlation_result = 'not_found'
-       AND (%(every_waiting)s OR r.provider_message_id IN (SELECT msg_id FROM reconcile_uncorrelated))
+       AND (%(every_waiting)s OR r.provider_message_id IN (SELECT msg_id FROM reconcile_work.reconcile_uncorrelated))
     ON CONFLICT (provider_message_id, status_word) DO NOTHING
     RETURNING 1
 )

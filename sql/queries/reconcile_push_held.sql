@@ -7,11 +7,11 @@
 -- hourly and daily run tries again. Ages on the database's clock, like the
 -- inbox's received_at.
 -- Parameters: hold (interval).
--- Creates the temporary table reconcile_push_held (msg_id).
-CREATE TEMPORARY TABLE reconcile_push_held ON COMMIT DROP AS
+-- Creates the work table reconcile_work.reconcile_push_held (msg_id).
+CREATE UNLOGGED TABLE reconcile_work.reconcile_push_held AS
 SELECT s.msg_id
-  FROM reconcile_source_rows s
-  JOIN reconcile_unmatched u ON u.msg_id = s.msg_id AND u.result = 'not_found'
+  FROM reconcile_work.reconcile_source_rows s
+  JOIN reconcile_work.reconcile_unmatched u ON u.msg_id = s.msg_id AND u.result = 'not_found'
   JOIN dlr.receipt_push_inbox p ON p.provider_message_id = s.msg_id AND p.error_code = s.error_code
  WHERE s.source = 'push'
  GROUP BY s.msg_id

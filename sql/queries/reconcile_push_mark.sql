@@ -8,12 +8,12 @@
 WITH marked AS (
     UPDATE dlr.receipt_push_inbox p
        SET reconciled_at = clock_timestamp()
-      FROM reconcile_source_rows s
+      FROM reconcile_work.reconcile_source_rows s
      WHERE s.source = 'push'
        AND p.provider_message_id = s.msg_id
        AND p.error_code = s.error_code
        AND p.reconciled_at IS NULL
-       AND NOT EXISTS (SELECT 1 FROM reconcile_push_held h WHERE h.msg_id = s.msg_id)
+       AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_push_held h WHERE h.msg_id = s.msg_id)
     RETURNING EXTRACT(EPOCH FROM p.reconciled_at - p.received_at)::float8 AS lag_s
 )
 SELECT count(*) AS marked,

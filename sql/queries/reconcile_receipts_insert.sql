@@ -1,9 +1,9 @@
 -- The day's new events stored once, already correlated: a matched event
--- with its message and what it did (reconcile_event_dispositions), any
--- other with its result (reconcile_unmatched: ambiguous or not_found).
+-- with its message and what it did (reconcile_work.reconcile_event_dispositions), any
+-- other with its result (reconcile_work.reconcile_unmatched: ambiguous or not_found).
 -- Written after the decisions so that no event is inserted uncorrelated and
 -- then rewritten by a link update (two row versions, every index twice).
--- Keeps the receipt ids taken in reconcile_new_events.
+-- Keeps the receipt ids taken in reconcile_work.reconcile_new_events.
 -- Parameters: now. Returns how many events were stored.
 WITH stored AS (
     INSERT INTO dlr.delivery_receipts (
@@ -19,9 +19,9 @@ WITH stored AS (
            %(now)s::timestamptz,
            x.disposition,
            n.message_fingerprint
-      FROM reconcile_new_events n
-      LEFT JOIN reconcile_event_dispositions x ON x.receipt_id = n.receipt_id AND NOT x.stored
-      LEFT JOIN reconcile_unmatched u ON u.msg_id = n.msg_id
+      FROM reconcile_work.reconcile_new_events n
+      LEFT JOIN reconcile_work.reconcile_event_dispositions x ON x.receipt_id = n.receipt_id AND NOT x.stored
+      LEFT JOIN reconcile_work.reconcile_unmatched u ON u.msg_id = n.msg_id
     RETURNING 1
 )
 SELECT count(*) FROM stored

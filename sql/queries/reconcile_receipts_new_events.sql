@@ -9,8 +9,8 @@
 -- The day's rows are sorted byte-wise (COLLATE "C": the same groups, the
 -- row kept chosen by source_rank as before; docs/design.md#sorting-ids-byte-wise).
 -- Parameters: now (first_seen_at of the new events).
--- Creates the temporary table reconcile_new_events (dropped at commit).
-CREATE TEMPORARY TABLE reconcile_new_events ON COMMIT DROP AS
+-- Creates the work table reconcile_work.reconcile_new_events.
+CREATE UNLOGGED TABLE reconcile_work.reconcile_new_events AS
 SELECT nextval((SELECT pg_get_serial_sequence('dlr.delivery_receipts', 'receipt_id'))::regclass) AS receipt_id,
        e.*,
        %(now)s::timestamptz AS first_seen_at
@@ -18,7 +18,7 @@ SELECT nextval((SELECT pg_get_serial_sequence('dlr.delivery_receipts', 'receipt_
                msg_id, status_word, dlr.submit_month(provider_submit_at) AS submit_month,
                raw_status, outcome, txn_id, recipient, sender_name, cause, error_code, units,
                provider_submit_at, provider_done_at, source, message_fingerprint
-          FROM reconcile_source_rows
+          FROM reconcile_work.reconcile_source_rows
          WHERE msg_id IS NOT NULL AND provider_submit_at IS NOT NULL
          ORDER BY msg_id COLLATE "C", status_word COLLATE "C", submit_month, source_rank) AS e
  WHERE NOT EXISTS (SELECT 1

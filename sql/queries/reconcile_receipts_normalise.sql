@@ -13,26 +13,31 @@
 -- guessed (a delivered time is stamped on failures too).
 -- Parameters: report_date (the day's raw loads; NULL: none), push_days
 -- (date[]: the provider days whose waiting pushes are read; docs/design.md#receipt-push).
--- Creates the temporary table reconcile_source_rows (dropped at commit).
-CREATE TEMPORARY TABLE reconcile_source_rows ON COMMIT DROP AS
+-- Creates the work table reconcile_work.reconcile_source_rows.
+CREATE UNLOGGED TABLE reconcile_work.reconcile_source_rows AS
 WITH raw AS (
-    SELECT 'day_report' AS source, 1 AS source_rank, msg_id, transaction_id, mobile, sender_name, status, cause,
-           error_code, units, provider_submit_at, provider_done_at, message_fingerprint
+    -- Each source's word is cleaned here, in its own scan: computed once per
+    -- row, and by the parallel workers when the plan has them (a LATERAL
+    -- subquery above the union kept it in the leader).
+    SELECT 'day_report' AS source, 1 AS source_rank, msg_id, transaction_id, mobile, sender_name, status,
+           dlr.clean_status_word(status) AS cleaned_status, cause, error_code, units, provider_submit_at,
+           provider_done_at, message_fingerprint
       FROM dlr.day_report_rows WHERE report_date = %(report_date)s
     UNION ALL
-    SELECT 'txn_report', 2, msg_id, transaction_id, mobile, sender_name, status, cause, NULL,
-           NULL, provider_submit_at, provider_done_at, NULL::bytea
+    SELECT 'txn_report', 2, msg_id, transaction_id, mobile, sender_name, status, dlr.clean_status_word(status),
+           cause, NULL, NULL, provider_submit_at, provider_done_at, NULL::bytea
       FROM dlr.txn_report_rows WHERE report_date = %(report_date)s
     UNION ALL
-    SELECT 'getdlr', 3, msg_id, transaction_id, mobile, sender_name, status, cause, error_code,
-           NULL, provider_submit_at, provider_done_at, message_fingerprint
+    SELECT 'getdlr', 3, msg_id, transaction_id, mobile, sender_name, status, dlr.clean_status_word(status),
+           cause, error_code, NULL, provider_submit_at, provider_done_at, message_fingerprint
       FROM dlr.getdlr_rows WHERE report_date = %(report_date)s
     UNION ALL
     SELECT 'push', 4, p.provider_message_id, p.provider_txn_id, p.recipient, NULL,
-           COALESCE(c.status_word, 'CODE_' || p.error_code), c.description, p.error_code,
+           w.status, dlr.clean_status_word(w.status), c.description, p.error_code,
            NULL, p.provider_submit_at, p.provider_done_at, NULL::bytea
       FROM dlr.receipt_push_inbox p
       LEFT JOIN dlr.delivery_codes c ON c.error_code = p.error_code
+     CROSS JOIN LATERAL (SELECT COALESCE(c.status_word, 'CODE_' || p.error_code) AS status) w
      WHERE p.reconciled_at IS NULL
        AND p.report_date = ANY(%(push_days)s::date[])
 )
@@ -42,7 +47,7 @@ SELECT r.source, r.source_rank,
        NULLIF(ltrim(btrim(r.mobile), '+'), '') AS recipient,
        NULLIF(btrim(r.sender_name), '') AS sender_name,
        COALESCE(r.status, '') AS raw_status,
-       COALESCE(a.status_word, w.cleaned) AS status_word,
+       COALESCE(a.status_word, r.cleaned_status) AS status_word,
        COALESCE(o.outcome, 'unmapped') AS outcome,
        NULLIF(btrim(r.cause), '') AS cause,
        NULLIF(btrim(r.error_code), '') AS error_code,
@@ -51,8 +56,5 @@ SELECT r.source, r.source_rank,
        r.provider_done_at,
        r.message_fingerprint
   FROM raw r
- -- OFFSET 0 keeps the cleaned word a column computed once per row: inlined,
- -- the function (two regular expressions) ran again in each join below.
- CROSS JOIN LATERAL (SELECT dlr.clean_status_word(r.status) AS cleaned OFFSET 0) w
-  LEFT JOIN dlr.status_aliases a ON a.alias = w.cleaned
-  LEFT JOIN dlr.status_outcomes o ON o.status_word = COALESCE(a.status_word, w.cleaned)
+  LEFT JOIN dlr.status_aliases a ON a.alias = r.cleaned_status
+  LEFT JOIN dlr.status_outcomes o ON o.status_word = COALESCE(a.status_word, r.cleaned_status)

@@ -4,7 +4,7 @@
 -- Returns how many partitions were created.
 WITH span AS (
     SELECT min(provider_submit_at) AS first_submit, max(provider_submit_at) AS last_submit
-      FROM reconcile_new_events
+      FROM reconcile_work.reconcile_new_events
 ), months AS (
     SELECT first_submit,
            (EXTRACT(YEAR FROM last_submit AT TIME ZONE 'UTC') * 12 + EXTRACT(MONTH FROM last_submit AT TIME ZONE 'UTC'))

@@ -85,17 +85,18 @@ def _load(db: psycopg.Connection) -> set[str]:
 
 
 def _reconcile_inputs(db: psycopg.Connection) -> None:
-    """The temporary tables the correlation reads, as a run's staging leaves them (a few new events)."""
-    db.execute("""CREATE TEMPORARY TABLE reconcile_source_rows AS
+    """The work tables the correlation reads, as a run's staging leaves them (a few new events)."""
+    db.execute("""CREATE UNLOGGED TABLE reconcile_work.reconcile_source_rows AS
                   SELECT 'new-' || g AS msg_id, 'SGCSMS'::text AS sender_name, NULL::bytea AS message_fingerprint
                     FROM generate_series(1, 300) AS g""")
-    db.execute("""CREATE TEMPORARY TABLE reconcile_new_events AS
+    db.execute("""CREATE UNLOGGED TABLE reconcile_work.reconcile_new_events AS
                   SELECT msg_id, NULL::text AS txn_id, NULL::text AS recipient, sender_name,
                          %(now)s::timestamptz AS provider_submit_at, 'day_report'::text AS source, message_fingerprint
-                    FROM reconcile_source_rows""", {"now": NOW})
-    db.execute("CREATE TEMPORARY TABLE reconcile_uncorrelated AS SELECT msg_id FROM reconcile_source_rows")
+                    FROM reconcile_work.reconcile_source_rows""", {"now": NOW})
+    db.execute("CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS "
+               "SELECT msg_id FROM reconcile_work.reconcile_source_rows")
     for table in ("reconcile_source_rows", "reconcile_new_events", "reconcile_uncorrelated"):
-        db.execute(f"ANALYZE {table}")
+        db.execute(f"ANALYZE reconcile_work.{table}")
 
 
 def test_the_receipt_table_has_exactly_the_indexes_read_here(db):
@@ -116,7 +117,7 @@ def test_each_receipt_index_is_read_by_its_queries_at_volume(db):
     _reconcile_inputs(db)
     for name, index, params in READERS:
         # What a CREATE TABLE ... AS plans is its query (and reconcile_uncorrelated exists already).
-        query = re.sub(r"(?ms)^CREATE TEMPORARY TABLE \w+ ON COMMIT DROP AS\s*$", "", queries.load(name))
+        query = re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", queries.load(name))
         indexes, seq_scans = _scans(db, query, params)
         assert index in indexes, f"{name}: planned on {indexes or 'no index'}"
         assert not seq_scans & history, f"{name}: seq scan on {seq_scans & history}"

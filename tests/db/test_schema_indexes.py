@@ -96,7 +96,7 @@ def _scans(db: psycopg.Connection, query: str, params: dict, *, generic: bool = 
             query = query.replace(f"%({name})s", f"${n}")
         assert "%(" not in query
         # A CREATE TABLE ... AS cannot be prepared: its query can, and is what is planned.
-        query = re.sub(r"(?ms)^CREATE TEMPORARY TABLE \w+ ON COMMIT DROP AS\s*$", "", query)
+        query = re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", query)
         db.execute(sql.SQL("PREPARE access_pattern AS {}").format(sql.SQL(query)))
         try:
             db.execute("SET plan_cache_mode = force_generic_plan")
@@ -131,16 +131,16 @@ ACCESS_PATTERNS = [
      {"report_date": (NOW - timedelta(days=2)).date(), "day_start": NOW - timedelta(days=2),
       "day_end": NOW - timedelta(days=1), "final_words": ["DELIVRD", "UNDELIV"]}),
     # Correlation pass 3: reconstruction against rows without a transaction id
-    # (reads the temporary tables of _correlation_inputs).
+    # (reads the work tables of _correlation_inputs).
     ("reconcile_correlate_by_reconstruction", "outbound_message_correlate_idx",
      {"window": timedelta(seconds=90), "spread": timedelta(hours=6)}),
 ]  # fmt: skip
 
 
 def _correlation_inputs(db: psycopg.Connection) -> None:
-    """The temporary tables pass 3 reads, as a day's earlier passes leave them: msgIds without candidates yet."""
+    """The work tables pass 3 reads, as a day's earlier passes leave them: msgIds without candidates yet."""
     db.execute(
-        """CREATE TEMPORARY TABLE reconcile_uncorrelated AS
+        """CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS
            SELECT 'msg-' || g AS msg_id, NULL::text AS txn_id,
                   '9198' || lpad((g * 97 %% 50000)::text, 8, '0') AS recipient, 'OTPSMS'::text AS sender_name,
                   %(at)s::timestamptz - g * interval '1 minute' AS submit_at, NULL::timestamptz AS alt_submit_at,
@@ -148,11 +148,12 @@ def _correlation_inputs(db: psycopg.Connection) -> None:
              FROM generate_series(1, 300) AS g""",
         {"at": NOW - timedelta(days=1)},
     )
-    db.execute("CREATE TEMPORARY TABLE reconcile_pairs_by_msgid "
+    db.execute("CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_msgid "
                "(msg_id text, message_id bigint, message_created_at timestamptz, pass smallint)")
-    db.execute("CREATE TEMPORARY TABLE reconcile_pairs_by_transaction (LIKE reconcile_pairs_by_msgid)")
+    db.execute("CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_transaction "
+               "(LIKE reconcile_work.reconcile_pairs_by_msgid)")
     for table in ("reconcile_uncorrelated", "reconcile_pairs_by_msgid", "reconcile_pairs_by_transaction"):
-        db.execute(f"ANALYZE {table}")
+        db.execute(f"ANALYZE reconcile_work.{table}")
 
 
 @pytest.mark.slow

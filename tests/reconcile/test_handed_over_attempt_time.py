@@ -272,21 +272,21 @@ def _indexes(conn: psycopg.Connection, query: str, params: dict) -> set[str]:
 
 
 def _day_loaded(conn: psycopg.Connection) -> None:
-    """The temporary tables the correlation passes of a loaded day leave: 300 report rows without a match."""
+    """The work tables the correlation passes of a loaded day leave: 300 report rows without a match."""
     conn.execute(
-        """CREATE TEMPORARY TABLE reconcile_uncorrelated AS
+        """CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS
            SELECT 'msg-' || g AS msg_id, NULL::text AS txn_id, '9198' || lpad((g * 61 %% 20000)::text, 8, '0')
                       AS recipient, 'SGCSMS'::text AS sender_name,
                   %(start)s::timestamptz + g * interval '4 minutes' AS submit_at, NULL::timestamptz AS alt_submit_at,
                   NULL::bytea AS fingerprint
              FROM generate_series(1, 300) AS g""", {"start": DAY_START})
-    conn.execute("CREATE TEMPORARY TABLE reconcile_pairs_by_msgid "
+    conn.execute("CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_msgid "
                  "(msg_id text, message_id bigint, message_created_at timestamptz, pass smallint)")
-    conn.execute("CREATE TEMPORARY TABLE reconcile_pairs_by_transaction (LIKE reconcile_pairs_by_msgid)")
-    conn.execute("CREATE TEMPORARY TABLE reconcile_decisions (LIKE reconcile_pairs_by_msgid)")
+    for table in ("reconcile_pairs_by_transaction", "reconcile_decisions"):
+        conn.execute(f"CREATE UNLOGGED TABLE reconcile_work.{table} (LIKE reconcile_work.reconcile_pairs_by_msgid)")
     for table in ("reconcile_uncorrelated", "reconcile_pairs_by_msgid", "reconcile_pairs_by_transaction",
                   "reconcile_decisions"):
-        conn.execute(f"ANALYZE {table}")
+        conn.execute(f"ANALYZE reconcile_work.{table}")
 
 
 @pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
