@@ -305,7 +305,7 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
     by_stage: dict[str, float] = defaultdict(float)
     for name, seconds in spent.items():
         by_stage[stage_of(name)] += seconds
-    by_stage["other"] += reconcile_s - sum(spent.values())  # ANALYZE of temporary tables, lock, commit
+    by_stage["other"] += reconcile_s - sum(spent.values())  # ANALYZE of the work tables, settings, lock, their drop, commit
     copy_s = ingest_s - timed_client.download_s - stats[0]
     stages = [
         Stage("ingest: download + verify (HTTP, zip CRC, header)", timed_client.download_s, rows),
@@ -320,7 +320,7 @@ def run_pipeline(url: str, client: ProviderClient, day, settings, clock, sampler
         Stage("orphans", by_stage["orphans"], result.orphans.opened, f"{result.orphans.opened:,} opened"),
         Stage("proof of non-submission", by_stage["proof of non-submission"], result.non_submission.proved,
               f"{result.non_submission.proved:,} proved"),
-        Stage("other (ANALYZE of temp tables, lock, commit)", by_stage["other"], rows),
+        Stage("other (ANALYZE of work tables, settings, lock, drop, commit)", by_stage["other"], rows),
     ]
     summary = result.summary()
     summary["ingest_duplicates"] = load.duplicates

@@ -8,7 +8,7 @@ header saying what it does, its parameters and the identifiers it takes.
 * Parameters are psycopg named placeholders (``%(now)s``). Statements always
   run with a (possibly empty) parameter mapping, so a literal ``%`` in a
   file is written ``%%``.
-* Identifiers known only at run time (a temporary table to ANALYZE, a day's
+* Identifiers known only at run time (a work table to ANALYZE, a day's
   partition, the column list of a COPY) are ``{name}`` fields of the file,
   filled with :mod:`psycopg.sql` objects (``sql.Identifier``) through
   ``identifiers=``, never by string formatting. A file that takes none is

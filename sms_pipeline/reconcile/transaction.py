@@ -51,6 +51,9 @@ def reconciliation(conn: psycopg.Connection, work_mem_mb: int) -> Iterator[None]
     rolls back, and the tables it made go with it."""
     with conn.transaction():
         lock(conn)
+        # Under the lock no other run has tables there: anything found was left by hand, and would
+        # otherwise stop every run at its first CREATE.
+        queries.run(conn, "reconcile_work_drop")
         use_memory(conn, work_mem_mb)
         queries.run(conn, "set_local_parallel_tuple_cost", cost=PARALLEL_TUPLE_COST)
         yield

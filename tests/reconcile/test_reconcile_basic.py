@@ -7,6 +7,7 @@ from datetime import timedelta
 import psycopg
 
 from sms_pipeline.db import queries
+from sms_pipeline.reconcile import transaction
 from tests.support.numbers import numbers
 
 
@@ -28,27 +29,33 @@ def test_a_day_of_batch_sends_reconciles_to_the_simulators_outcomes(world):
 
 def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(world, monkeypatch):
     """SMS_PIPELINE_RECONCILE_WORK_MEM_MB reaches the message UPDATE through the Dagster resource, and
-    ends with the transaction (SET LOCAL): the same connection's statements after it have the server's
-    own value."""
+    ends with the transaction (SET LOCAL), as does the run's parallel_tuple_cost: the same connection's
+    statements after it have the server's own values."""
     world.settings = world.settings.model_copy(update={"reconcile_work_mem_mb": 96})
-    seen: list[tuple[psycopg.Connection, str, str, bool]] = []  # connection, statement, work_mem, in a transaction
+    # connection, statement, (work_mem, parallel_tuple_cost), in a transaction
+    seen: list[tuple[psycopg.Connection, str, tuple[str, str], bool]] = []
     run = queries.run
+
+    def settings(conn: psycopg.Connection) -> tuple[str, str]:
+        return conn.execute("SELECT current_setting('work_mem'), current_setting('parallel_tuple_cost')").fetchone()
 
     def run_and_look(target, name, /, **kwargs):
         conn = getattr(target, "connection", target)  # a cursor or a connection
         in_transaction = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        seen.append((conn, name, conn.execute("SHOW work_mem").fetchone()[0], in_transaction))
+        seen.append((conn, name, settings(conn), in_transaction))
         return run(target, name, **kwargs)
 
     monkeypatch.setattr(queries, "run", run_and_look)
     world.send(numbers(3))
     world.move_to(world.at(world.day + timedelta(days=1), 3))
-    server_default = world.conn.execute("SHOW work_mem").fetchone()[0]
+    server_default = settings(world.conn)
 
     world.run_daily(world.day)
 
     (update,) = [i for i, (_, name, _, _) in enumerate(seen) if name == "reconcile_apply_messages"]
-    conn, _, work_mem, _ = seen[update]
-    assert work_mem == "96MB" != server_default
-    after = [memory for c, _, memory, in_transaction in seen[update + 1:] if c is conn and not in_transaction]
+    conn, _, (work_mem, tuple_cost), _ = seen[update]
+    assert work_mem == "96MB" != server_default[0]
+    # the run's own price for a row a parallel worker hands over (docs/design.md "Work tables and the second core")
+    assert float(tuple_cost) == float(transaction.PARALLEL_TUPLE_COST) != float(server_default[1])
+    after = [found for c, _, found, in_transaction in seen[update + 1:] if c is conn and not in_transaction]
     assert after and set(after) == {server_default}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.db import connection, embedded, migrate
+from sms_pipeline.reconcile import transaction
 from tests.support.environment import settings_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -134,3 +136,23 @@ def scratch_database(admin_url: str, template: str, prefix: str = "sms_test") ->
     finally:
         with connection.connect_url(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def planned_inside_reconciliation(name: str) -> bool:
+    """Whether the named statement runs in the reconciliation's transaction (its health checks do not)."""
+    return name.startswith("reconcile_") and not name.startswith("reconcile_health_")
+
+
+@contextmanager
+def reconciliation_planner(conn: psycopg.Connection, name: str) -> Iterator[None]:
+    """Plan statement ``name`` as its run does: a statement of the reconciliation's transaction with that
+    transaction's price for a row handed over by a parallel worker (docs/design.md "Work tables and the
+    second core"); any other with the server's own."""
+    if not planned_inside_reconciliation(name):
+        yield
+        return
+    conn.execute("SELECT set_config('parallel_tuple_cost', %s, false)", (transaction.PARALLEL_TUPLE_COST,))
+    try:
+        yield
+    finally:
+        conn.execute("RESET parallel_tuple_cost")
