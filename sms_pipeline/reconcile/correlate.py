@@ -17,7 +17,7 @@ have exactly one candidate; otherwise both sides are ``ambiguous``. A msgId
 with no candidate is ``not_found`` (the orphan step takes its events).
 
 :func:`correlate` must run inside the caller's transaction: it leaves the
-work tables (``reconcile_work.reconcile_uncorrelated``, ``reconcile_pairs_by_*``,
+work tables in ``reconcile_work`` (``reconcile_uncorrelated``, ``reconcile_pairs_by_*``,
 ``reconcile_decisions``, ``reconcile_unmatched``) that
 :mod:`sms_pipeline.reconcile.apply` and the receipt insert read.
 """

@@ -20,9 +20,11 @@ from tests.support.numbers import numbers
 from tests.support.pushes import codes_from_provider, one_sent, push, run_pass
 
 
-def work_tables(conn: psycopg.Connection) -> list[str]:
+def work_tables(conn: psycopg.Connection, *, unlogged_only: bool = False) -> list[str]:
+    """The relations in reconcile_work (``unlogged_only``: its unlogged tables alone)."""
     return [name for (name,) in conn.execute(
-        "SELECT relname FROM pg_class WHERE relnamespace = 'reconcile_work'::regnamespace ORDER BY 1")]
+        "SELECT relname FROM pg_class WHERE relnamespace = 'reconcile_work'::regnamespace "
+        "AND (NOT %s OR (relkind = 'r' AND relpersistence = 'u')) ORDER BY 1", (unlogged_only,))]
 
 
 def force_parallel_setting(conn: psycopg.Connection) -> str:
@@ -43,10 +45,7 @@ def test_a_day_run_drops_its_work_tables_and_a_failed_run_leaves_none(world, mon
 
     def fail_at_the_update(target, name, /, **kwargs):
         if name == "reconcile_apply_messages":
-            conn = getattr(target, "connection", target)
-            made.append([name for (name,) in conn.execute(
-                "SELECT relname FROM pg_class WHERE relnamespace = 'reconcile_work'::regnamespace AND relkind = 'r' "
-                "AND relpersistence = 'u'")])
+            made.append(work_tables(getattr(target, "connection", target), unlogged_only=True))
             raise Refused("the message UPDATE refused")
         return run(target, name, **kwargs)
 
