@@ -1,6 +1,7 @@
 """One provider day reconciled end to end, against the database floor and a naive peer.
 
     python bench/reconcile_day.py [--sizes 100000 300000 1000000] [--naive-rows 50000] [--keep-database]
+                                  [--explain STATEMENT]
 
 For each size, in one process run, on a scratch database (dropped afterwards
 unless ``--keep-database``: then the last one stays, for EXPLAIN):
@@ -63,6 +64,7 @@ from zoneinfo import ZoneInfo
 import pandas
 import psutil
 import psycopg
+from psycopg import sql
 from pydantic import SecretStr
 
 from sms_pipeline import hmac_keys
@@ -229,6 +231,34 @@ def timed_statements() -> Iterator[dict[str, float]]:
         yield spent
     finally:
         queries.run, queries.copy = original_run, original_copy
+
+
+@contextmanager
+def explaining(statement: str | None, stop: Exception | None = None) -> Iterator[None]:
+    """``queries.run`` runs ``statement`` under ``EXPLAIN (ANALYZE, BUFFERS)`` and prints its plan (trigger
+    times included). ANALYZE executes it, so a statement that returns no rows (a CREATE TABLE AS, an
+    UPDATE) leaves what it would have, and the run goes on; with ``stop``, that exception is raised instead."""
+    if statement is None:
+        yield
+        return
+    original = queries.run
+
+    def run(target: Any, name: str, /, *, identifiers: Any = None, **params: Any) -> psycopg.Cursor:
+        if name != statement:
+            return original(target, name, identifiers=identifiers, **params)
+        text = queries.statement(name, identifiers)
+        explained = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + (sql.SQL(text) if isinstance(text, str) else text)
+        cursor = target.execute(explained, params)
+        print("\n".join(line for (line,) in cursor.fetchall()))
+        if stop is not None:
+            raise stop
+        return cursor
+
+    queries.run = run
+    try:
+        yield
+    finally:
+        queries.run = original
 
 
 class TimedClient:
@@ -517,14 +547,18 @@ def main() -> None:
     parser.add_argument("--naive-rows", type=int, default=50_000)
     parser.add_argument("--keep-database", action="store_true", help="keep the last scale's database")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--explain", metavar="STATEMENT",
+                        help="print the plan of this named statement (one that returns no rows) as the pipeline "
+                             "runs it; its EXPLAIN's overhead is in the figures")
     args = parser.parse_args()
     sampler = RssSampler()  # baseline: after imports
     started, load_before = utc_now(), os.getloadavg()[0]
     admin = connection.server_url(settings_module.load())
     results = []
     for i, size in enumerate(args.sizes):
-        results.append(run_scale(admin, size, args.naive_rows, sampler,
-                                 args.keep_database and i == len(args.sizes) - 1))
+        with explaining(args.explain):
+            results.append(run_scale(admin, size, args.naive_rows, sampler,
+                                     args.keep_database and i == len(args.sizes) - 1))
         print_scale(results[-1])
     print_curve(results, started, (load_before, os.getloadavg()[0]))
     if args.json:

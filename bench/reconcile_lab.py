@@ -30,23 +30,20 @@ import tempfile
 import time
 from datetime import date, datetime, time as clock_time, timedelta
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
-import psycopg
-from psycopg import sql
 from pydantic import SecretStr
 
 from sms_pipeline import hmac_keys
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import FrozenClock
-from sms_pipeline.db import connection, migrate, queries
+from sms_pipeline.db import connection, migrate
 from sms_pipeline.ingest.day_report import load_day_report
 from sms_pipeline.provider.client import ProviderClient
 
 from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, local_instant, prepare_database,
                          settings_environ, simulated_traffic)
-from reconcile_day import reconcile_with, timed_statements
+from reconcile_day import explaining, reconcile_with, timed_statements
 
 TEMPLATE = "reconcile_lab_template"
 TRIAL = "reconcile_lab_trial"
@@ -93,22 +90,6 @@ def build(admin: str, messages: int, state: Path) -> None:
     print(f"built {TEMPLATE}: {messages:,} messages of {day.isoformat()}")
 
 
-def explaining(statement: str):
-    """``queries.run`` that EXPLAINs ``statement`` and stops there."""
-    original = queries.run
-
-    def run(target: Any, name: str, /, *, identifiers: Any = None, **params: Any) -> psycopg.Cursor:
-        if name != statement:
-            return original(target, name, identifiers=identifiers, **params)
-        text = queries.statement(name, identifiers)
-        explained = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + (sql.SQL(text) if isinstance(text, str) else text)
-        plan = target.execute(explained, params).fetchall()
-        print("\n".join(line for (line,) in plan))
-        raise Explained
-
-    return run
-
-
 def trial(admin: str, state: Path, explain: str | None) -> None:
     if not state.exists():
         raise SystemExit(f"no lab day in {state.parent}: run `python bench/reconcile_lab.py build` first")
@@ -121,13 +102,11 @@ def trial(admin: str, state: Path, explain: str | None) -> None:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CHECKPOINT")
         if explain:
-            original, queries.run = queries.run, explaining(explain)
             try:
-                reconcile_with(conn, date.fromisoformat(recorded["day"]), settings, clock)
+                with explaining(explain, stop=Explained()):
+                    reconcile_with(conn, date.fromisoformat(recorded["day"]), settings, clock)
             except Explained:
                 return
-            finally:
-                queries.run = original
             raise SystemExit(f"{explain} did not run")
         with timed_statements() as spent:
             started = time.perf_counter()
