@@ -379,8 +379,13 @@ def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, day: date
                 sink.write_row((text, digest))
     queries.run(conn, "analyze_table", identifiers={"table": sql.Identifier("day_report_fingerprints")})
     queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
-    return queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
+    rows = queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
                        report_date=day).rowcount
+    # The reconciliation reads the day right after, long before autovacuum would analyze it. Without
+    # statistics the planner takes a million rows for a few thousand and never reads them in parallel
+    # (docs/design.md "Work tables and the second core").
+    queries.run(conn, "analyze_table", identifiers={"table": partition})
+    return rows
 
 
 def _summarise(

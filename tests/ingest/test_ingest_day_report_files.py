@@ -127,6 +127,18 @@ def test_rows_longer_than_the_header_blank_lines_and_mixed_line_ends_are_tolerat
     assert load.checksum == hashlib.sha256(text.encode()).hexdigest()
 
 
+def test_the_loaded_day_has_statistics_for_the_reconciliation_that_reads_it_next(db, tmp_path):
+    """Analysed in the load: without statistics a fresh partition's day is planned as 0.5% of its rows."""
+    lines = [HEADER, *(_row(n) for n in range(1, 3001))]
+    _load(db, _archive(tmp_path, "\n".join(lines) + "\n"))
+
+    plan = db.execute("EXPLAIN (FORMAT JSON) SELECT * FROM dlr.day_report_rows WHERE report_date = %s",
+                      (DAY,)).fetchone()[0][0]["Plan"]
+    assert plan["Plan Rows"] == 3000
+    assert db.execute("SELECT count(*) FROM pg_stats WHERE schemaname = 'dlr' AND tablename = %s",
+                      (f"day_report_rows_{DAY:%Y%m%d}",)).fetchone()[0] > 0
+
+
 def test_an_unknown_column_is_staged_and_ignored(db, tmp_path):
     header = HEADER.replace("Msg Type", "Circle,Msg Type")
     row = _row(1).replace(",text,", ",Mumbai,text,")
