@@ -236,16 +236,26 @@ def timed_statements() -> Iterator[dict[str, float]]:
 @contextmanager
 def explaining(statement: str | None, stop: Exception | None = None) -> Iterator[None]:
     """``queries.run`` runs ``statement`` under ``EXPLAIN (ANALYZE, BUFFERS)`` and prints its plan (trigger
-    times included). ANALYZE executes it, so a statement that returns no rows (a CREATE TABLE AS, an
-    UPDATE) leaves what it would have, and the run goes on; with ``stop``, that exception is raised instead."""
+    times included); the block fails if the statement never ran.
+
+    ANALYZE executes it, so a ``CREATE TABLE ... AS`` leaves its table and the run goes on. Any other
+    statement would hand its caller the plan's cursor instead of its rows or row count, so it is refused
+    unless ``stop`` is given: that exception is raised right after the plan, and the caller rolls back.
+    """
     if statement is None:
         yield
         return
+    if stop is None and not _creates_a_table(queries.load(statement)):
+        raise SystemExit(f"--explain {statement}: only a CREATE TABLE ... AS statement can be explained in "
+                         "a run that goes on (bench/reconcile_lab.py trial --explain takes any)")
     original = queries.run
+    ran = False
 
     def run(target: Any, name: str, /, *, identifiers: Any = None, **params: Any) -> psycopg.Cursor:
+        nonlocal ran
         if name != statement:
             return original(target, name, identifiers=identifiers, **params)
+        ran = True
         text = queries.statement(name, identifiers)
         explained = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + (sql.SQL(text) if isinstance(text, str) else text)
         cursor = target.execute(explained, params)
@@ -259,6 +269,13 @@ def explaining(statement: str | None, stop: Exception | None = None) -> Iterator
         yield
     finally:
         queries.run = original
+    if not ran:
+        raise SystemExit(f"--explain {statement}: the run never ran that statement")
+
+
+def _creates_a_table(text: str) -> bool:
+    code = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("--")]
+    return bool(code) and code[0].lstrip().upper().startswith("CREATE")
 
 
 class TimedClient:
@@ -548,7 +565,7 @@ def main() -> None:
     parser.add_argument("--keep-database", action="store_true", help="keep the last scale's database")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--explain", metavar="STATEMENT",
-                        help="print the plan of this named statement (one that returns no rows) as the pipeline "
+                        help="print the plan of this named statement (a CREATE TABLE ... AS) as the pipeline "
                              "runs it; its EXPLAIN's overhead is in the figures")
     args = parser.parse_args()
     sampler = RssSampler()  # baseline: after imports

@@ -381,9 +381,8 @@ def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, day: date
     queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
     rows = queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
                        report_date=day).rowcount
-    # The reconciliation reads the day right after, long before autovacuum would analyze it. Without
-    # statistics the planner takes a million rows for a few thousand and never reads them in parallel
-    # (docs/design.md "Work tables and the second core").
+    # Statistics now, not when autovacuum comes by: the reconciliation plans its reads of the day
+    # minutes from now (docs/design.md "Day report load").
     queries.run(conn, "analyze_table", identifiers={"table": partition})
     return rows
 

@@ -128,7 +128,8 @@ def test_rows_longer_than_the_header_blank_lines_and_mixed_line_ends_are_tolerat
 
 
 def test_the_loaded_day_has_statistics_for_the_reconciliation_that_reads_it_next(db, tmp_path):
-    """Analysed in the load: without statistics a fresh partition's day is planned as 0.5% of its rows."""
+    """Analyzed in the load: a partition never analyzed is planned from its size with a default guess
+    (7 rows of these 3,000; 2,540 of the bench's 1,010,099)."""
     lines = [HEADER, *(_row(n) for n in range(1, 3001))]
     _load(db, _archive(tmp_path, "\n".join(lines) + "\n"))
 
