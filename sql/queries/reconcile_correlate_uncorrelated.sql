@@ -18,6 +18,12 @@
 -- guess inside the repeated hour of a DST fall-back. For those, the other
 -- instant with the same local time is kept as alt_submit_at, so that
 -- reconstruction can try both readings instead of missing by an hour.
+-- Finding them takes up to four time-zone conversions per msgId, so only the
+-- times near a fall-back are checked: fall_backs covers them, found once per
+-- run on the hours the events span (an hour whose end reads less than an hour
+-- after its start on the local clock holds a fall-back; each is widened by an
+-- hour both ways, which covers every time sharing its local time with
+-- another). A zone without DST has none, and no msgId is checked.
 -- every_waiting: true in the day's run (every waiting event is tried);
 -- false in a pass over new pushes, which tries only the waiting events of
 -- the msgIds it read, so its cost follows the pushes, not the backlog
@@ -51,9 +57,23 @@ per_id AS (
               FROM reconcile_work.reconcile_source_rows
              WHERE msg_id IN (SELECT provider_message_id FROM waiting)) AS events
      GROUP BY provider_message_id
+),
+span AS (
+    SELECT min(lo) AS lo, max(hi) AS hi
+      FROM (SELECT min(provider_submit_at) AS lo, max(provider_submit_at) AS hi FROM waiting
+            UNION ALL
+            SELECT min(provider_submit_at), max(provider_submit_at) FROM reconcile_work.reconcile_new_events) AS bounds
+),
+fall_backs AS (
+    SELECT COALESCE(range_agg(tstzrange(h - interval '1 hour', h + interval '2 hours', '[]')),
+                    '{}'::tstzmultirange) AS instants
+      FROM span,
+           generate_series(date_trunc('hour', span.lo) - interval '2 hours', span.hi + interval '2 hours',
+                           interval '1 hour') AS h
+     WHERE (h + interval '1 hour') AT TIME ZONE %(time_zone)s - h AT TIME ZONE %(time_zone)s < interval '1 hour'
 )
 SELECT msg_id, txn_id, recipient, sender_name, submit_at, fingerprint,
-       CASE WHEN exact_submit THEN NULL
+       CASE WHEN exact_submit OR NOT (SELECT instants FROM fall_backs) @> submit_at THEN NULL
             WHEN (submit_at - interval '1 hour') AT TIME ZONE %(time_zone)s = submit_at AT TIME ZONE %(time_zone)s
                 THEN submit_at - interval '1 hour'
             WHEN (submit_at + interval '1 hour') AT TIME ZONE %(time_zone)s = submit_at AT TIME ZONE %(time_zone)s
