@@ -152,6 +152,10 @@ def load_day_report(
                     raise _shrink_refused(day, rows, previous.rows)  # the rows just written roll back with it
                 # Erased numbers stay erased (docs/design.md#redaction-and-erasure).
                 queries.run(conn, "erasure_mask_landed", kind="day", scope_date=day, transaction_id=None)
+                # Statistics now, not when autovacuum comes by: the reconciliation plans its reads of the
+                # day minutes from now (docs/design.md "Day report load"). After the shrink guard, which
+                # spares a refused load the sampling.
+                queries.run(conn, "analyze_table", identifiers={"table": partition})
                 loaded_at = clock.now()
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                             checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,
@@ -379,12 +383,8 @@ def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, day: date
                 sink.write_row((text, digest))
     queries.run(conn, "analyze_table", identifiers={"table": sql.Identifier("day_report_fingerprints")})
     queries.run(conn, "ingest_day_report_truncate", identifiers={"partition": partition})
-    rows = queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
+    return queries.run(conn, "ingest_day_report_insert", identifiers={"partition": partition},
                        report_date=day).rowcount
-    # Statistics now, not when autovacuum comes by: the reconciliation plans its reads of the day
-    # minutes from now (docs/design.md "Day report load").
-    queries.run(conn, "analyze_table", identifiers={"table": partition})
-    return rows
 
 
 def _summarise(
