@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,7 @@ class Traffic:
     outbound_file: Path  # COPY text of every outbound row (see OUTBOUND_COLUMNS)
     billed: int  # recipients in the simulator's ledger
     outbound_rows: int
+    simulator_pid: int  # the process serving base_url (its CPU is the provider's work, not the pipeline's)
 
 
 OUTBOUND_COLUMNS = ("business_key", "message_class", "recipient", "body", "encoding", "segments", "state",
@@ -141,7 +143,7 @@ def _fill(days: list[TrafficDay], download_at: datetime, outbound_file: Path, co
                     sim.clock.advance(step)
         sim.clock.set(download_at)
         out.flush()
-        conn.send(Traffic(sim.base_url, outbound_file, billed, rows))
+        conn.send(Traffic(sim.base_url, outbound_file, billed, rows, os.getpid()))
         conn.recv()  # stop
 
 
