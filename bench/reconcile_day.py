@@ -38,7 +38,7 @@ waiting for a host that other guests were using (steal).
 
 The download stage includes the simulator building the day's zip on request
 (a provider serves a file it has already made): the simulator process's CPU
-seconds meanwhile are printed beside it. They are the provider's work, counted
+seconds meanwhile (the build, and serving the bytes) are printed beside it. They are the provider's work, counted
 in the pipeline's time all the same.
 
 Memory: resident set size sampled every 20 ms by a thread (psutil), so C
@@ -295,7 +295,10 @@ class TimedClient:
         self.simulator_cpu_s = 0.0
 
     def _simulator_cpu(self) -> float:
-        times = self._simulator.cpu_times()
+        try:
+            times = self._simulator.cpu_times()
+        except psutil.Error:  # a simulator gone: the download's own error tells why
+            return 0.0
         return times.user + times.system
 
     def day_report(self, day, dest_dir):
@@ -371,7 +374,7 @@ def run_pipeline(url: str, client: ProviderClient, simulator_pid: int, day, sett
     copy_s = ingest_s - timed_client.download_s - stats[0]
     stages = [
         Stage("ingest: download + verify (HTTP, zip CRC, header)", timed_client.download_s, rows,
-              f"simulator building the zip: {timed_client.simulator_cpu_s:.2f} CPU s"),
+              f"simulator process (zip build + serving): {timed_client.simulator_cpu_s:.2f} CPU s"),
         Stage("ingest: COPY of the CSV + checksum, INSERT ... SELECT into dlr.day_report_rows", copy_s, rows),
         Stage("ingest: load statistics", stats[0], rows),
         Stage("receipts (normalise and stage; INSERT of the events, linked)", by_stage["receipts"],

@@ -150,12 +150,12 @@ def load_day_report(
                 rows = _replace_rows(conn, partition, day, tz, text_key)
                 if not allow_shrink and previous is not None and rows < previous.rows:
                     raise _shrink_refused(day, rows, previous.rows)  # the rows just written roll back with it
+                # Statistics now, not when autovacuum comes by: the erasure mask below and the
+                # reconciliation minutes from now plan their reads of the day on them (docs/design.md
+                # "Day report load"). After the shrink guard: a refused load skips the sampling.
+                queries.run(conn, "analyze_table", identifiers={"table": partition})
                 # Erased numbers stay erased (docs/design.md#redaction-and-erasure).
                 queries.run(conn, "erasure_mask_landed", kind="day", scope_date=day, transaction_id=None)
-                # Statistics now, not when autovacuum comes by: the reconciliation plans its reads of the
-                # day minutes from now (docs/design.md "Day report load"). After the shrink guard, which
-                # spares a refused load the sampling.
-                queries.run(conn, "analyze_table", identifiers={"table": partition})
                 loaded_at = clock.now()
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                             checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,

@@ -1,4 +1,5 @@
-"""docs/receipt-cases.md#case-16: provider-local times across a DST change (Europe/London as provider zone)."""
+"""docs/receipt-cases.md#case-16: provider-local times across a DST change (the provider in Europe/London, and
+in four more zones for the other reading of a submit time)."""
 
 from __future__ import annotations
 
@@ -76,9 +77,14 @@ def _clock_changes(tz: ZoneInfo, year: int) -> list[datetime]:
     return changes
 
 
+def _fall_backs(tz: ZoneInfo, year: int) -> list[datetime]:
+    """The clock changes of ``year`` that set the clocks back (a local time repeats after them)."""
+    return [c for c in _clock_changes(tz, year) if _wall(c, tz) < _wall(c - _HOUR, tz) + _HOUR]
+
+
 def _submit_times(tz: ZoneInfo) -> list[datetime]:
-    """Every 7 minutes for three hours around each clock change of 2026 and on each edge of its repeated
-    hour, and one ordinary morning a month (so the events span the year, not only the changes)."""
+    """Every 7 minutes from three hours before each clock change of 2026 to three hours after, and on each
+    edge of its repeated hour, and one ordinary morning a month (so the events span the year, not only the changes)."""
     times = [datetime(2026, month, 10, 4, 0, tzinfo=UTC) for month in range(1, 13)]
     for change in _clock_changes(tz, 2026):
         times += [change + k * timedelta(minutes=7) for k in range(-26, 27)]
@@ -93,9 +99,11 @@ def test_every_submit_time_gets_its_other_reading_when_the_provider_clock_repeat
     # the one a check of every time gives (none in a zone without DST, none for a half-hour fall-back).
     tz = ZoneInfo(zone)
     times = _submit_times(tz)
-    # A stored event still waiting, in the repeated hour of the year before: outside the new events' span.
-    last_year = [c for c in _clock_changes(tz, 2025) if _wall(c, tz) < _wall(c - _HOUR, tz) + _HOUR]
+    # A stored event still waiting, in the last repeated hour of the year before (outside the new events'
+    # span), and a getDlr event (an exact time) in one of this year's; in Kolkata, times that would be.
+    last_year, this_year = _fall_backs(tz, 2025), _fall_backs(tz, 2026)
     waiting_at = (last_year[-1] if last_year else datetime(2025, 10, 26, 1, 0, tzinfo=UTC)) + timedelta(minutes=20)
+    exact_at = (this_year[-1] if this_year else datetime(2026, 10, 25, 1, 0, tzinfo=UTC)) + timedelta(minutes=20)
     db.execute("SELECT dlr.ensure_partitions(%s, 24)", (datetime(2025, 1, 1, tzinfo=UTC),))
     db.execute("""INSERT INTO dlr.delivery_receipts (provider_message_id, status_word, raw_status, outcome,
                                                      provider_submit_at, submit_month, source, first_seen_at)
@@ -109,7 +117,7 @@ def test_every_submit_time_gets_its_other_reading_when_the_provider_clock_repeat
     with db.cursor() as cur:
         cur.executemany("INSERT INTO reconcile_work.reconcile_new_events VALUES (%s, NULL, NULL, NULL, %s, %s, NULL)",
                         [(f"id-{n}", t, "day_report") for n, t in enumerate(times)]
-                        + [("exact-1", waiting_at + timedelta(days=365), "getdlr")])
+                        + [("exact-1", exact_at, "getdlr")])
 
     queries.run(db, "reconcile_correlate_uncorrelated", time_zone=zone, every_waiting=True)
 
@@ -122,3 +130,4 @@ def test_every_submit_time_gets_its_other_reading_when_the_provider_clock_repeat
         assert repeated == 0
     else:
         assert repeated > 10 and got["waiting-1"] == waiting_at - _HOUR
+        assert _other_reading(exact_at, tz) is not None  # so that exact-1's None is the exact time's doing
