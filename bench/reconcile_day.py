@@ -38,8 +38,8 @@ waiting for a host that other guests were using (steal).
 
 The download stage includes the simulator building the day's zip on request
 (a provider serves a file it has already made): the simulator process's CPU
-seconds meanwhile (the build, and serving the bytes) are printed beside it. They are the provider's work, counted
-in the pipeline's time all the same.
+seconds meanwhile (the build, and serving the bytes) are printed beside it.
+They are the provider's work, counted in the pipeline's time all the same.
 
 Memory: resident set size sampled every 20 ms by a thread (psutil), so C
 allocations (psycopg, zip, Postgres client buffers) count; growth is the peak
