@@ -29,20 +29,28 @@ def test_a_day_of_batch_sends_reconciles_to_the_simulators_outcomes(world):
 
 def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(world, monkeypatch):
     """SMS_PIPELINE_RECONCILE_WORK_MEM_MB reaches the message UPDATE through the Dagster resource, and
-    ends with the transaction (SET LOCAL), as does the run's parallel_tuple_cost: the same connection's
-    statements after it have the server's own values."""
+    ends with the transaction (SET LOCAL), as do the run's parallel_tuple_cost and the statistics target
+    its work tables are analyzed at: the same connection's statements after it have the server's own
+    values."""
     world.settings = world.settings.model_copy(update={"reconcile_work_mem_mb": 96})
-    # connection, statement, (work_mem, parallel_tuple_cost), in a transaction
-    seen: list[tuple[psycopg.Connection, str, tuple[str, str], bool]] = []
+    # connection, statement, (work_mem, parallel_tuple_cost, default_statistics_target), in a transaction
+    seen: list[tuple[psycopg.Connection, str, tuple[str, str, str], bool]] = []
     run = queries.run
 
-    def settings(conn: psycopg.Connection) -> tuple[str, str]:
-        return conn.execute("SELECT current_setting('work_mem'), current_setting('parallel_tuple_cost')").fetchone()
+    def settings(conn: psycopg.Connection) -> tuple[str, str, str]:
+        return conn.execute("SELECT current_setting('work_mem'), current_setting('parallel_tuple_cost'), "
+                            "current_setting('default_statistics_target')").fetchone()
+
+    analyzed: dict[str, str] = {}  # work table: default_statistics_target when it was analyzed
 
     def run_and_look(target, name, /, **kwargs):
         conn = getattr(target, "connection", target)  # a cursor or a connection
         in_transaction = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
         seen.append((conn, name, settings(conn), in_transaction))
+        if name == "analyze_table":
+            schema, _, table = kwargs["identifiers"]["table"].as_string(conn).replace('"', "").rpartition(".")
+            if schema == transaction.WORK_SCHEMA:
+                analyzed[table] = seen[-1][2][2]
         return run(target, name, **kwargs)
 
     monkeypatch.setattr(queries, "run", run_and_look)
@@ -53,9 +61,12 @@ def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(wo
     world.run_daily(world.day)
 
     (update,) = [i for i, (_, name, _, _) in enumerate(seen) if name == "reconcile_apply_messages"]
-    conn, _, (work_mem, tuple_cost), _ = seen[update]
+    conn, _, (work_mem, tuple_cost, _), _ = seen[update]
     assert work_mem == "96MB" != server_default[0]
     # the run's own price for a row a parallel worker hands over (docs/design.md "Work tables and the second core")
     assert float(tuple_cost) == float(transaction.PARALLEL_TUPLE_COST) != float(server_default[1])
+    # each work table analyzed on the run's smaller sample (docs/design.md "Statistics of the work tables")
+    assert "reconcile_message_decisions" in analyzed
+    assert set(analyzed.values()) == {transaction.WORK_TABLE_STATISTICS_TARGET} != {server_default[2]}
     after = [found for c, _, found, in_transaction in seen[update + 1:] if c is conn and not in_transaction]
     assert after and set(after) == {server_default}
