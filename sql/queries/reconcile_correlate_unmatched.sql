@@ -1,17 +1,16 @@
 -- The result of every msgId that was not matched: `ambiguous` when some
--- pass found several candidates, else `not_found` (matched by nothing after
--- all passes: the orphan step takes its events). (A join, not an EXISTS
--- per msgId in the select list: that would scan the decisions once for
--- every unmatched msgId.)
+-- pass found candidates for it (none of them a match), else `not_found`
+-- (matched by nothing after all passes: the orphan step takes its events).
+-- The matched msgIds are taken out by an anti-join on the matched pairs, so
+-- the statement never groups the day's pairs by msgId; what is left (a few
+-- msgIds a day) meets the pairs that were no match, which are as few. (Joins,
+-- not an EXISTS per msgId in the select list: that would scan the pairs once
+-- for every unmatched msgId.)
 -- Creates the work table reconcile_work.reconcile_unmatched (msg_id, result).
 CREATE UNLOGGED TABLE reconcile_work.reconcile_unmatched AS
-WITH placed AS (
-    SELECT msg_id, bool_or(matched) AS matched
-      FROM reconcile_work.reconcile_decisions
-     GROUP BY msg_id
-)
 SELECT u.msg_id,
-       CASE WHEN p.msg_id IS NULL THEN 'not_found' ELSE 'ambiguous' END::msg.correlation_result AS result
+       CASE WHEN c.msg_id IS NULL THEN 'not_found' ELSE 'ambiguous' END::msg.correlation_result AS result
   FROM reconcile_work.reconcile_uncorrelated u
-  LEFT JOIN placed p ON p.msg_id = u.msg_id
- WHERE p.matched IS NOT TRUE
+  LEFT JOIN (SELECT DISTINCT msg_id FROM reconcile_work.reconcile_decisions WHERE NOT matched) c
+         ON c.msg_id = u.msg_id
+ WHERE NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_decisions d WHERE d.msg_id = u.msg_id AND d.matched)
