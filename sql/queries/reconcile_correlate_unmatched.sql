@@ -2,10 +2,10 @@
 -- pass found candidates for it (none of them a match), else `not_found`
 -- (matched by nothing after all passes: the orphan step takes its events).
 -- The matched msgIds are taken out by an anti-join on the matched pairs, so
--- the statement never groups the day's pairs by msgId; what is left (a few
--- msgIds a day) meets the pairs that were no match, which are as few. (Joins,
--- not an EXISTS per msgId in the select list: that would scan the pairs once
--- for every unmatched msgId.)
+-- the statement never groups the day's pairs by msgId; what is left (the
+-- msgIds no pass placed: the day's few and the waiting events' backlog)
+-- meets the pairs that were no match. (Joins, not an EXISTS per msgId in the
+-- select list: that would scan the pairs once for every unmatched msgId.)
 -- Creates the work table reconcile_work.reconcile_unmatched (msg_id, result).
 CREATE UNLOGGED TABLE reconcile_work.reconcile_unmatched AS
 SELECT u.msg_id,
