@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import signal
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -25,6 +26,9 @@ from sms_pipeline.settings import Settings
 from sms_pipeline.simulator import statefile
 from sms_pipeline.simulator.faults import FAULT_NAMES, PARAMETERS, FaultConfig, FaultSpecError, parse_spec
 from sms_pipeline.simulator.server import SAVE_INTERVAL_S, run_simulator
+
+# How long a stop signal may wait for the main thread (see serve).
+SIGNAL_CHECK_S = 0.2
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -134,13 +138,18 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             raise UserError(str(exc)) from None
         except OSError as exc:
             raise UserError(f"cannot use the simulator state {args.state}: {exc.strerror}") from None
-        print(f"provider API: {sim.base_url}")  # `sms-pipeline dev` reads the port here (dev_cmd.SIMULATOR_UP)
-        print(f"admin:        {sim.admin_url}  (ledger, clock, faults, credits, reset)")
-        if args.state is not None:
-            print(f"state:        {args.state}  ({sim.state.ledger_size()} messages; saved as they change)")
-        print("Ctrl-C stops it.", flush=True)
-        try:
-            threading.Event().wait()
+        try:  # from here a stop signal stops it cleanly, even one that arrives while it prints
+            print(f"provider API: {sim.base_url}")  # `sms-pipeline dev` reads the port here (dev_cmd.SIMULATOR_UP)
+            print(f"admin:        {sim.admin_url}  (ledger, clock, faults, credits, reset)")
+            if args.state is not None:
+                print(f"state:        {args.state}  ({sim.state.ledger_size()} messages; saved as they change)")
+            print("Ctrl-C stops it.", flush=True)
+            # Short sleeps, not a wait without end: the kernel may hand the SIGINT (or SIGTERM) to one
+            # of the server's threads, and Python then raises it in the main thread only when that
+            # thread next runs Python code. A main thread blocked for good never did: the simulator
+            # stayed up after Ctrl-C.
+            while True:
+                time.sleep(SIGNAL_CHECK_S)
         except KeyboardInterrupt:
             pass
     return 0
