@@ -144,10 +144,9 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             if args.state is not None:
                 print(f"state:        {args.state}  ({sim.state.ledger_size()} messages; saved as they change)")
             print("Ctrl-C stops it.", flush=True)
-            # Short sleeps, not a wait without end: the kernel may hand the SIGINT (or SIGTERM) to one
-            # of the server's threads, and Python then raises it in the main thread only when that
-            # thread next runs Python code. A main thread blocked for good never did: the simulator
-            # stayed up after Ctrl-C.
+            # Short sleeps, not a wait without end: a stop signal that reaches one of the server's
+            # threads (sent to that thread, or handed to it while the main thread blocks signals) is
+            # raised in the main thread only when that thread next runs Python code.
             while True:
                 time.sleep(SIGNAL_CHECK_S)
         except KeyboardInterrupt:

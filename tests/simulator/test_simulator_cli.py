@@ -48,9 +48,9 @@ def test_serves_until_interrupted(tmp_path, start_time):
 
 
 def test_a_stop_signal_taken_by_a_server_thread_still_stops_it(tmp_path):
-    """The kernel hands a process's SIGINT or SIGTERM to any of its threads. Python raises it in the main
-    thread only, when that thread next runs: the CI saw simulators that never stopped after Ctrl-C
-    while their main thread waited without end. The signal goes to a server thread here, every time."""
+    """A stop signal that reaches a server thread instead of the main one: Python raises it in the main
+    thread only, when that thread next runs, so a main thread waiting without end never stopped. The
+    signal is sent to a server thread here, every time."""
     process = subprocess.Popen(
         [str(Path(sys.executable).with_name("sms-pipeline")), "simulator", "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
