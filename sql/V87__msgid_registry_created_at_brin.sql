@@ -1,5 +1,5 @@
 -- The msgId registry's second index becomes a BRIN (issue 24;
--- docs/design.md "Uniqueness across partitions").
+-- docs/design.md "Outbound messages", uniqueness across partitions).
 --
 -- Its one reader is retention, which deletes a dropped month's entries by a
 -- range of message_created_at (msg.drop_message_partitions_before). A range
