@@ -133,4 +133,3 @@ def test_a_dropped_months_msgids_leave_the_registry_and_the_others_stay(db):
     assert db.execute("SELECT msg.drop_message_partitions_before(%s)", (month_start(-11),)).fetchone() == (2,)
     left = db.execute("SELECT provider_message_id FROM msg.provider_message_id_registry").fetchall()
     assert left == [("5502",)]
-
