@@ -395,11 +395,17 @@ def run_pipeline(url: str, client: ProviderClient, simulator_pid: int, day, sett
 
 
 def prepare_baseline_tables(conn: psycopg.Connection) -> None:
-    """A trigger-free copy of the outbound rows, same columns and indexes (not timed)."""
+    """A trigger-free copy of the outbound rows, same columns and indexes (not timed). Generated columns stay
+    generated: the indexes read queue_state, which follows state, so a closed row leaves the open rows'
+    indexes in the copy as it does in the table."""
     conn.execute("CREATE SCHEMA bench_floor")
     conn.execute("CREATE TABLE bench_floor.message (LIKE msg.outbound_message INCLUDING DEFAULTS "
-                 "INCLUDING CONSTRAINTS INCLUDING INDEXES)")
-    conn.execute("INSERT INTO bench_floor.message SELECT * FROM msg.outbound_message")
+                 "INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING GENERATED)")
+    (columns,) = conn.execute(
+        """SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+            WHERE attrelid = 'msg.outbound_message'::regclass AND attnum > 0 AND NOT attisdropped
+              AND attgenerated = ''""").fetchone()
+    conn.execute(f"INSERT INTO bench_floor.message ({columns}) SELECT {columns} FROM msg.outbound_message")
     conn.execute("VACUUM ANALYZE bench_floor.message")
 
 

@@ -11,5 +11,5 @@ SELECT u.msg_id, m.id AS message_id, m.created_at AS message_created_at, 2::smal
    AND m.recipient = u.recipient
  WHERE u.txn_id IS NOT NULL
    AND m.provider_message_id IS NULL
-   AND m.queue_state IN ('submitted', 'unknown')  -- = state; the transaction index reads queue_state (V87)
+   AND m.queue_state IN ('submitted', 'unknown')  -- = state; the transaction index reads queue_state
    AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)

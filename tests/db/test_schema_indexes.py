@@ -14,6 +14,7 @@ from tests.support.rows import month_start
 from sms_pipeline.db import queries
 
 ROWS = 200_000
+CAMPAIGN_ROWS = 40_000
 MONTHS_BACK = 3
 
 # One INSERT through the parent (registries and all), rows spread evenly from
@@ -135,11 +136,37 @@ ACCESS_PATTERNS = [
     # Correlation pass 2: by transaction + recipient, against rows with no msgId yet
     # (reads the work tables of _correlation_inputs).
     ("reconcile_correlate_by_transaction", "outbound_message_txn_idx", {}),
+    # A provider-side campaign's cancel and move, one transaction at a time (one statement per transaction:
+    # without the transaction in the index each would read all the campaign's scheduled rows).
+    ("campaign_cancel_transaction", "outbound_message_txn_idx",
+     {"campaign_id": 1, "txn_id": "campaign-txn-7", "now": NOW}),
+    ("campaign_reschedule_transaction", "outbound_message_txn_idx",
+     {"campaign_id": 1, "txn_id": "campaign-txn-7", "at": NOW + timedelta(days=2), "now": NOW}),
     # Correlation pass 3: reconstruction against rows without a transaction id
     # (reads the work tables of _correlation_inputs).
     ("reconcile_correlate_by_reconstruction", "outbound_message_correlate_idx",
      {"window": timedelta(seconds=90), "spread": timedelta(hours=6)}),
 ]  # fmt: skip
+
+
+def _provider_side_campaign(db: psycopg.Connection) -> None:
+    """Campaign 1: CAMPAIGN_ROWS rows the provider holds (`scheduled`), 1,000 to a transaction."""
+    db.execute(
+        """INSERT INTO msg.campaign (name, provider_side, local_time, time_zone, scheduled_for, created_at, updated_at)
+           VALUES ('launch', true, '2030-01-01 10:00', 'Asia/Kolkata', %(at)s, %(now)s, %(now)s)""",
+        {"at": NOW + timedelta(days=1), "now": NOW},
+    )
+    db.execute(
+        """INSERT INTO msg.outbound_message
+               (business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding, segments,
+                state, campaign_id, provider_campaign_id, provider_txn_id, created_at, claimed_at, scheduled_for,
+                updated_at)
+           SELECT 'campaign-' || g, 'tenant-a', 'sms', 'promotional', '9197' || lpad(g::text, 8, '0'), 'SGCSMS',
+                  'body', 'GSM7', 1, 'scheduled', 1, 'campaign-' || (g / 10000), 'campaign-txn-' || (g / 1000),
+                  %(now)s, %(now)s, %(at)s, %(now)s
+             FROM generate_series(0, %(rows)s - 1) AS g""",
+        {"at": NOW + timedelta(days=1), "now": NOW - timedelta(hours=1), "rows": CAMPAIGN_ROWS},
+    )
 
 
 def _correlation_inputs(db: psycopg.Connection) -> None:
@@ -169,10 +196,12 @@ def test_each_access_pattern_uses_its_partial_index_at_volume(db):
     db.execute("SELECT msg.ensure_partitions(%s, %s)", (start, MONTHS_BACK + 2))
     spacing = (NOW - start) / ROWS
     db.execute(SEED, {"now": NOW, "rows": ROWS, "spacing": spacing})
+    _provider_side_campaign(db)
     db.execute("ANALYZE msg.outbound_message")
     states = dict(db.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
-    assert sum(states.values()) == ROWS
+    assert sum(states.values()) == ROWS + CAMPAIGN_ROWS
     assert 0 < states["pending"] < states["submitted"] < states["delivered"]
+    assert states["scheduled"] == CAMPAIGN_ROWS
 
     # Months ahead are empty; reading an empty table is free, whatever the plan.
     populated = {
@@ -196,3 +225,20 @@ def test_each_access_pattern_uses_its_partial_index_at_volume(db):
             # The same holds for the generic plan a prepared statement settles on.
             indexes, _ = _scans(db, query, params, generic=True)
             assert index in indexes, f"{name} (generic plan): planned on {indexes or 'no index'}"
+
+
+def test_the_transaction_index_holds_only_rows_awaiting_evidence_or_held_by_the_provider(db):
+    """Pass 2 looks among `submitted`/`unknown` rows, a campaign's cancel and move among `scheduled` ones. A
+    row in any other state takes no entry: the day's UPDATE that closes a million rows writes none here.
+    The index's own predicate, evaluated for a row with a transaction id in each state."""
+    (predicate,) = db.execute("SELECT pg_get_expr(indpred, indrelid) FROM pg_index "
+                              "WHERE indexrelid = 'msg.outbound_message_txn_idx'::regclass").fetchone()
+    held = {
+        state: db.execute(
+            sql.SQL("SELECT {} FROM (SELECT 'txn-1'::text AS provider_txn_id, {}::msg.message_state AS queue_state) "
+                    "AS row_version").format(sql.SQL(predicate), sql.Literal(state))
+        ).fetchone()[0]
+        for (state,) in db.execute("SELECT unnest(enum_range(NULL::msg.message_state))::text").fetchall()
+    }
+    assert {state for state, is_held in held.items() if is_held} == {"submitted", "unknown", "scheduled"}
+    assert {"delivered", "failed", "expired", "rejected", "pending"} <= held.keys()
