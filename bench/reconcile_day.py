@@ -430,7 +430,7 @@ def run_naive(url: str, csv_path: Path, rows: int) -> float:
                           state = COALESCE(%s::msg.message_state, state),
                           delivered_at = NULLIF(%s, '')::timestamp AT TIME ZONE %s
                     WHERE provider_txn_id = %s AND recipient = %s
-                      AND queue_state IN ('submitted', 'unknown')""",  # the transaction index's rows (V87)
+                      AND queue_state IN ('submitted', 'unknown')""",  # pass 2's rows (V87 indexes them)
                 (row.msg_id, status.word if status.is_final else None,
                  status.final_state.value if status.final_state else None,
                  row.delivery_time, TZ_NAME, row.transaction_id, row.mobile),

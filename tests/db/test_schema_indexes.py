@@ -151,21 +151,24 @@ ACCESS_PATTERNS = [
 
 def _provider_side_campaign(db: psycopg.Connection) -> None:
     """Campaign 1: CAMPAIGN_ROWS rows the provider holds (`scheduled`), 1,000 to a transaction."""
-    db.execute(
+    (campaign_id,) = db.execute(
         """INSERT INTO msg.campaign (name, provider_side, local_time, time_zone, scheduled_for, created_at, updated_at)
-           VALUES ('launch', true, '2030-01-01 10:00', 'Asia/Kolkata', %(at)s, %(now)s, %(now)s)""",
+           VALUES ('launch', true, '2030-01-01 10:00', 'Asia/Kolkata', %(at)s, %(now)s, %(now)s) RETURNING id""",
         {"at": NOW + timedelta(days=1), "now": NOW},
-    )
+    ).fetchone()
+    assert campaign_id == 1  # the id the access patterns name
     db.execute(
         """INSERT INTO msg.outbound_message
                (business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding, segments,
                 state, campaign_id, provider_campaign_id, provider_txn_id, created_at, claimed_at, scheduled_for,
                 updated_at)
            SELECT 'campaign-' || g, 'tenant-a', 'sms', 'promotional', '9197' || lpad(g::text, 8, '0'), 'SGCSMS',
-                  'body', 'GSM7', 1, 'scheduled', 1, 'campaign-' || (g / 10000), 'campaign-txn-' || (g / 1000),
+                  'body', 'GSM7', 1, 'scheduled', %(campaign_id)s, 'campaign-' || (g / 10000),
+                  'campaign-txn-' || (g / 1000),
                   %(now)s, %(now)s, %(at)s, %(now)s
              FROM generate_series(0, %(rows)s - 1) AS g""",
-        {"at": NOW + timedelta(days=1), "now": NOW - timedelta(hours=1), "rows": CAMPAIGN_ROWS},
+        {"at": NOW + timedelta(days=1), "now": NOW - timedelta(hours=1), "rows": CAMPAIGN_ROWS,
+         "campaign_id": campaign_id},
     )
 
 
@@ -235,10 +238,10 @@ def test_the_transaction_index_holds_only_rows_awaiting_evidence_or_held_by_the_
                               "WHERE indexrelid = 'msg.outbound_message_txn_idx'::regclass").fetchone()
     held = {
         state: db.execute(
-            sql.SQL("SELECT {} FROM (SELECT 'txn-1'::text AS provider_txn_id, {}::msg.message_state AS queue_state) "
-                    "AS row_version").format(sql.SQL(predicate), sql.Literal(state))
+            sql.SQL("SELECT {} FROM (SELECT 'txn-1'::text AS provider_txn_id, {state}::msg.message_state AS state, "
+                    "{state}::msg.message_state AS queue_state) AS row_version"
+                    ).format(sql.SQL(predicate), state=sql.Literal(state))
         ).fetchone()[0]
         for (state,) in db.execute("SELECT unnest(enum_range(NULL::msg.message_state))::text").fetchall()
     }
     assert {state for state, is_held in held.items() if is_held} == {"submitted", "unknown", "scheduled"}
-    assert {"delivered", "failed", "expired", "rejected", "pending"} <= held.keys()
