@@ -9,8 +9,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from tests.support.campaigns import add_campaign
 from tests.support.databases import reconciliation_planner
 from tests.support.rows import month_start
+from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.db import queries
 
 ROWS = 200_000
@@ -151,11 +153,7 @@ ACCESS_PATTERNS = [
 
 def _provider_side_campaign(db: psycopg.Connection) -> None:
     """Campaign 1: CAMPAIGN_ROWS rows the provider holds (`scheduled`), 1,000 to a transaction."""
-    (campaign_id,) = db.execute(
-        """INSERT INTO msg.campaign (name, provider_side, local_time, time_zone, scheduled_for, created_at, updated_at)
-           VALUES ('launch', true, '2030-01-01 10:00', 'Asia/Kolkata', %(at)s, %(now)s, %(now)s) RETURNING id""",
-        {"at": NOW + timedelta(days=1), "now": NOW},
-    ).fetchone()
+    campaign_id = add_campaign(db, FrozenClock(NOW), [], at=NOW + timedelta(days=1))  # no rows: scheduled ones below
     assert campaign_id == 1  # the id the access patterns name
     db.execute(
         """INSERT INTO msg.outbound_message
