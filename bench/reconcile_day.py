@@ -484,8 +484,8 @@ _FINAL_STATE = """CASE r.status_word WHEN 'DELIVRD' THEN 'delivered' WHEN 'UNDEL
 
 def floor_update(table: str, *, guarded: bool) -> str:
     """The floor's one UPDATE ... FROM. On the guarded copy the row's stamps move too: the guard's WHEN
-    clause passes a row whose state and updated_at move together, and calls its function for any other.
-    (Only `submitted` rows have a transaction id here, so every move it makes is legal.)"""
+    clause skips its function for a legal move whose updated_at moves with its state or reconciled_at, and
+    calls it for any other row. (Only `submitted` rows have a transaction id here, so every move is legal.)"""
     stamps = ", reconciled_at = now(), updated_at = now()" if guarded else ""
     return f"""UPDATE bench_floor.{table} m
                   SET provider_message_id = r.provider_message_id, final_status = r.status_word,
