@@ -5,10 +5,10 @@
 -- then rewritten by a link update (two row versions, every index twice).
 -- Keeps the receipt ids taken in reconcile_work.reconcile_new_events.
 -- In receipt-id order: the ids were taken as the events came out of their
--- byte-wise sort by key, so the primary key and the event key take their
--- entries in order, each on the leaf the last one filled, not in the joins'
--- order (a million events: 8.2-9.1 s with the sort, 9.6-12.6 s without;
--- bench/RESULTS.md).
+-- byte-wise sort by key (in the plans measured; nothing guarantees it, and
+-- only the speed depends on it), so the primary key takes its entries at
+-- its right edge and the event key in one sweep, not in the joins' order
+-- (bench/RESULTS.md, "Landed: the receipts INSERT in receipt-id order").
 -- Parameters: now. Returns how many events were stored.
 WITH stored AS (
     INSERT INTO dlr.delivery_receipts (
