@@ -29,17 +29,19 @@ def test_a_day_of_batch_sends_reconciles_to_the_simulators_outcomes(world):
 
 def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(world, monkeypatch):
     """SMS_PIPELINE_RECONCILE_WORK_MEM_MB reaches the message UPDATE through the Dagster resource, and
-    ends with the transaction (SET LOCAL), as do the run's parallel_tuple_cost and the statistics target
-    its work tables are analyzed at: the same connection's statements after it have the server's own
-    values."""
+    ends with the transaction (SET LOCAL), as do the run's parallel_tuple_cost, its random_page_cost and
+    the statistics target its work tables are analyzed at: the same connection's statements after it have
+    the server's own values."""
     world.settings = world.settings.model_copy(update={"reconcile_work_mem_mb": 96})
-    # connection, statement, (work_mem, parallel_tuple_cost, default_statistics_target), in a transaction
-    seen: list[tuple[psycopg.Connection, str, tuple[str, str, str], bool]] = []
+    # connection, statement, (work_mem, parallel_tuple_cost, default_statistics_target, random_page_cost),
+    # in a transaction
+    seen: list[tuple[psycopg.Connection, str, tuple[str, str, str, str], bool]] = []
     run = queries.run
 
-    def settings(conn: psycopg.Connection) -> tuple[str, str, str]:
+    def settings(conn: psycopg.Connection) -> tuple[str, str, str, str]:
         return conn.execute("SELECT current_setting('work_mem'), current_setting('parallel_tuple_cost'), "
-                            "current_setting('default_statistics_target')").fetchone()
+                            "current_setting('default_statistics_target'), "
+                            "current_setting('random_page_cost')").fetchone()
 
     analyzed: list[tuple[str, str, str]] = []  # (schema, table, default_statistics_target) of each ANALYZE
 
@@ -60,10 +62,12 @@ def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(wo
     world.run_daily(world.day)
 
     (update,) = [i for i, (_, name, _, _) in enumerate(seen) if name == "reconcile_apply_messages"]
-    conn, _, (work_mem, tuple_cost, _), _ = seen[update]
+    conn, _, (work_mem, tuple_cost, _, page_cost), _ = seen[update]
     assert work_mem == "96MB" != server_default[0]
     # the run's own price for a row a parallel worker hands over (docs/design.md "Work tables and the second core")
     assert float(tuple_cost) == float(transaction.PARALLEL_TUPLE_COST) != float(server_default[1])
+    # and for a page read out of order (docs/design.md "Index probes late in the month")
+    assert float(page_cost) == float(transaction.RANDOM_PAGE_COST) != float(server_default[3])
     # each work table a join reads analyzed once, on the run's smaller sample; the day report's load
     # analyzes its stored rows at the server's target (docs/design.md "Statistics of the work tables")
     work = [(table, target) for schema, table, target in analyzed if schema == transaction.WORK_SCHEMA]

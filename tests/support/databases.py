@@ -146,13 +146,16 @@ def planned_inside_reconciliation(name: str) -> bool:
 @contextmanager
 def reconciliation_planner(conn: psycopg.Connection, name: str) -> Iterator[None]:
     """Plan statement ``name`` as its run does: a statement of the reconciliation's transaction with that
-    transaction's price for a row handed over by a parallel worker (docs/design.md "Work tables and the
-    second core"); any other with the server's own."""
+    transaction's prices for a row handed over by a parallel worker and for a page read out of order
+    (docs/design.md "Work tables and the second core", "Index probes late in the month"); any other with
+    the server's own."""
     if not planned_inside_reconciliation(name):
         yield
         return
-    conn.execute("SELECT set_config('parallel_tuple_cost', %s, false)", (transaction.PARALLEL_TUPLE_COST,))
+    conn.execute("SELECT set_config('parallel_tuple_cost', %s, false), set_config('random_page_cost', %s, false)",
+                 (transaction.PARALLEL_TUPLE_COST, transaction.RANDOM_PAGE_COST))
     try:
         yield
     finally:
         conn.execute("RESET parallel_tuple_cost")
+        conn.execute("RESET random_page_cost")
