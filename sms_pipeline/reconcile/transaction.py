@@ -30,10 +30,9 @@ PUSH_PASS_WORK_MEM_MB = 64
 # seconds less (docs/design.md "Work tables and the second core").
 PARALLEL_TUPLE_COST = "0.001"
 
-# The planner's price of a page read out of order (Postgres's default: 4.0, a spinning disk's). At 4.0 the
-# day's joins with a month's partition of messages read the whole month instead of probing its indexes for
-# the day's rows, once the month holds a few days more than the day (docs/design.md "Index probes late in
-# the month").
+# The planner's price of a page read out of order (Postgres's default: 4.0). At 4.0 the day's joins with a
+# month's partition of messages read the whole month instead of looking the day's rows up through its
+# indexes, once the month holds many more rows than the day (docs/design.md "Index probes late in the month").
 RANDOM_PAGE_COST = "1.1"
 
 # default_statistics_target while the run analyzes its work tables (the server's: 100). Their joins need

@@ -4,18 +4,16 @@ docs/design.md#receipt-indexes)."""
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 import psycopg
 import pytest
 
-from sms_pipeline.db import queries
 from sms_pipeline.orchestration.windows import marts_window
 from tests.db.test_schema_indexes import MONTHS_BACK, NOW, ROWS, SEED, _index_parents, _scans
 from tests.support.environment import settings_for
 from tests.support.marts import Marts
-from tests.support.databases import reconciliation_planner
+from tests.support.databases import planned_query, reconciliation_planner
 from tests.support.rows import month_start
 
 # One final event per finished message, stored as the reconciliation stores them: a day's events
@@ -118,7 +116,7 @@ def test_each_receipt_index_is_read_by_its_queries_at_volume(db):
     _reconcile_inputs(db)
     for name, index, params in READERS:
         # What a CREATE TABLE ... AS plans is its query (and reconcile_uncorrelated exists already).
-        query = re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", queries.load(name))
+        query = planned_query(name)
         with reconciliation_planner(db, name):
             indexes, seq_scans = _scans(db, query, params)
         assert index in indexes, f"{name}: planned on {indexes or 'no index'}"

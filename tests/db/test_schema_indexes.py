@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -10,10 +9,9 @@ import pytest
 from psycopg import sql
 
 from tests.support.campaigns import add_campaign
-from tests.support.databases import reconciliation_planner
+from tests.support.databases import planned_query, reconciliation_planner, strip_create_table_as
 from tests.support.rows import month_start
 from sms_pipeline.core.clock import FrozenClock
-from sms_pipeline.db import queries
 
 ROWS = 200_000
 CAMPAIGN_ROWS = 40_000
@@ -100,7 +98,7 @@ def _scans(db: psycopg.Connection, query: str, params: dict, *, generic: bool = 
             query = query.replace(f"%({name})s", f"${n}")
         assert "%(" not in query
         # A CREATE TABLE ... AS cannot be prepared: its query can, and is what is planned.
-        query = re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", query)
+        query = strip_create_table_as(query)
         db.execute(sql.SQL("PREPARE access_pattern AS {}").format(sql.SQL(query)))
         try:
             db.execute("SET plan_cache_mode = force_generic_plan")
@@ -217,7 +215,7 @@ def test_each_access_pattern_uses_its_partial_index_at_volume(db):
     _correlation_inputs(db)
     for name, index, params in ACCESS_PATTERNS:
         # What a CREATE TABLE ... AS plans is its query (pass 2's table exists already: pass 3 reads it).
-        query = re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", queries.load(name))
+        query = planned_query(name)
         with reconciliation_planner(db, name):
             indexes, seq_scans = _scans(db, query, params)
             assert index in indexes, f"{name}: planned on {indexes or 'no index'}"

@@ -10,6 +10,7 @@ database per test costs one ``CREATE DATABASE ... TEMPLATE`` (tens of ms).
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ import psycopg
 import pytest
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.db import connection, embedded, migrate
+from sms_pipeline.db import connection, embedded, migrate, queries
 from sms_pipeline.reconcile import transaction
 from tests.support.environment import settings_for
 
@@ -136,6 +137,16 @@ def scratch_database(admin_url: str, template: str, prefix: str = "sms_test") ->
     finally:
         with connection.connect_url(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def planned_query(name: str) -> str:
+    """What the named statement plans: the query of a ``CREATE UNLOGGED TABLE ... AS``, any other as it is."""
+    return strip_create_table_as(queries.load(name))
+
+
+def strip_create_table_as(text: str) -> str:
+    """A ``CREATE UNLOGGED TABLE ... AS`` statement's query (a statement of any other kind unchanged)."""
+    return re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", text)
 
 
 def planned_inside_reconciliation(name: str) -> bool:
