@@ -32,17 +32,17 @@ SELECT 'month-' || g, 'tenant-a', 'sms', 'transactional', '9198' || lpad(g::text
 # The late day's msgIds, one per row, as the receipts stage and pass 1 leave them for pass 2: each with its
 # row's transaction and recipient and one DELIVRD event not stored yet, no candidate by msgId (and, for the
 # decisions, none by reconstruction).
-DAY_INPUTS = [
-    """CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS
+DAY_INPUTS = {
+    "reconcile_uncorrelated": """CREATE UNLOGGED TABLE reconcile_work.reconcile_uncorrelated AS
        SELECT 'msg-' || m.id AS msg_id, m.provider_txn_id AS txn_id, m.recipient, m.sender_id AS sender_name,
               m.submitted_at AS submit_at, NULL::bytea AS fingerprint, NULL::timestamptz AS alt_submit_at
          FROM msg.outbound_message m
         WHERE m.created_at >= %(day_start)s AND m.created_at < %(day_end)s""",
-    """CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_msgid
+    "reconcile_pairs_by_msgid": """CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_msgid
        (msg_id text, message_id bigint, message_created_at timestamptz, pass smallint)""",
-    """CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_reconstruction
+    "reconcile_pairs_by_reconstruction": """CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_reconstruction
        (LIKE reconcile_work.reconcile_pairs_by_msgid)""",
-    """CREATE UNLOGGED TABLE reconcile_work.reconcile_new_events AS
+    "reconcile_new_events": """CREATE UNLOGGED TABLE reconcile_work.reconcile_new_events AS
        SELECT row_number() OVER () AS receipt_id, u.msg_id, 'DELIVRD'::text AS status_word,
               dlr.submit_month(u.submit_at) AS submit_month, 'DELIVRD'::text AS raw_status,
               'delivered'::text AS outcome, u.txn_id, u.recipient, u.sender_name, NULL::text AS cause,
@@ -50,7 +50,7 @@ DAY_INPUTS = [
               u.submit_at + interval '5 seconds' AS provider_done_at, 'day_report'::text AS source,
               NULL::bytea AS message_fingerprint, %(day_end)s::timestamptz + interval '1 day' AS first_seen_at
          FROM reconcile_work.reconcile_uncorrelated u""",
-]
+}
 
 
 def _probes(db: psycopg.Connection, name: str, params: dict, partition: str) -> bool:
@@ -65,8 +65,8 @@ def _probes(db: psycopg.Connection, name: str, params: dict, partition: str) -> 
 
 
 def _planned_both_ways(db: psycopg.Connection, name: str, params: dict, partition: str) -> tuple[bool, bool]:
-    """(probes at the server's own random_page_cost, probes at the reconciliation's), every other setting as
-    the run plans with."""
+    """(probes at the server's own random_page_cost, probes at the reconciliation's), both with the rest of
+    what ``reconciliation_planner`` sets as the run does (its parallel_tuple_cost)."""
     with reconciliation_planner(db, name):
         db.execute("RESET random_page_cost")
         at_server_price = _probes(db, name, params, partition)
@@ -84,9 +84,9 @@ def test_a_late_day_of_a_full_month_probes_the_message_indexes_instead_of_readin
     db.execute(SEED, {"start": start, "spacing": timedelta(days=1) / PER_DAY, "rows": PER_DAY * days})
     db.execute("VACUUM ANALYZE msg.outbound_message")
     day_start = start + timedelta(days=days - 3)  # 27 days of rows before it in a month of 30
-    for statement in DAY_INPUTS:
+    for table, statement in DAY_INPUTS.items():
         db.execute(statement, {"day_start": day_start, "day_end": day_start + timedelta(days=1)})
-        transaction.analyze(db, statement.split()[3].removeprefix(f"{transaction.WORK_SCHEMA}."))
+        transaction.analyze(db, table)
     (day_rows,) = db.execute("SELECT count(*) FROM reconcile_work.reconcile_uncorrelated").fetchone()
     assert day_rows == PER_DAY
 
