@@ -27,6 +27,8 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -51,6 +53,49 @@ from reconcile_day import RssSampler
 DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "msg/reconciliation")
 
 
+def daily_assets() -> list:
+    """The pipeline's own definitions of DAILY_ASSETS (the marts left out)."""
+    return [a for a in PIPELINE_ASSETS if any(k.to_user_string() in DAILY_ASSETS for k in a.keys)]
+
+
+@contextmanager
+def scratch_database(keep: bool) -> Iterator[str]:
+    """A new database on the configured server, migrated; dropped afterwards unless ``keep``."""
+    admin = connection.server_url(settings_module.load())
+    name = f"sms_bench_backfill_{uuid.uuid4().hex[:8]}"
+    connection.ensure_database(admin, name)
+    url = connection.with_database(admin, name)
+    try:
+        with connection.connect_url(url, autocommit=True) as conn:
+            migrate.upgrade(conn)
+        yield url
+    finally:
+        if keep:
+            print(f"kept database {name}")
+        else:
+            with connection.connect_url(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def durations(result: dg.ExecuteInProcessResult) -> dict[str, list[tuple[str, float]]]:
+    """Each asset's ``duration_s`` metadata as (partition, seconds), in materialisation order."""
+    found: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        duration = materialization.metadata.get("duration_s")
+        if duration is not None:
+            found[materialization.asset_key.to_user_string()].append(
+                (materialization.partition, float(duration.value)))
+    return found
+
+
+def outcome(url: str) -> tuple[dict[str, int], int]:
+    """The message states and the number of receipt events a run left."""
+    with connection.connect_url(url) as conn:
+        states = dict(conn.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
+        return states, conn.execute("SELECT count(*) FROM dlr.delivery_receipts").fetchone()[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--days", type=int, default=30)
@@ -63,13 +108,8 @@ def main() -> None:
     last = datetime.now(tz).date() - timedelta(days=4)
     first = last - timedelta(days=args.days - 1)
     catch_up_at = utc_now() - timedelta(minutes=5)
-    admin = connection.server_url(settings_module.load())
-    name = f"sms_bench_backfill_{uuid.uuid4().hex[:8]}"
-    connection.ensure_database(admin, name)
-    url = connection.with_database(admin, name)
-    try:
+    with scratch_database(args.keep_database) as url:
         with connection.connect_url(url, autocommit=True) as conn:
-            migrate.upgrade(conn)
             prepare_database(conn, first)
         days = [TrafficDay(first + timedelta(days=n), args.messages_per_day) for n in range(args.days)]
         setup_started = time.perf_counter()
@@ -82,33 +122,19 @@ def main() -> None:
                 conn.execute("VACUUM ANALYZE msg.outbound_message")
                 conn.execute("CHECKPOINT")
             setup_s = time.perf_counter() - setup_started
-            assets = [a for a in PIPELINE_ASSETS if any(k.to_user_string() in DAILY_ASSETS for k in a.keys)]
             resources = {  # the project's resources; secrets inline (the settings are not os.environ)
                 **build_resources(settings, secrets_by_name=False),
                 "clock": ClockResource(frozen_at=catch_up_at.isoformat()),
             }
             sampler.reset_peak()
             started = time.perf_counter()
-            result = dg.materialize(assets, resources=resources, instance=dg.DagsterInstance.ephemeral(),
+            result = dg.materialize(daily_assets(), resources=resources, instance=dg.DagsterInstance.ephemeral(),
                                     tags=partition_range_tags(first, last), raise_on_error=False)
             wall = time.perf_counter() - started
             growth = sampler.peak_growth_mb()
-        with connection.connect_url(url) as conn:
-            states = dict(conn.execute("SELECT state::text, count(*) FROM msg.outbound_message GROUP BY 1").fetchall())
-            receipts = conn.execute("SELECT count(*) FROM dlr.delivery_receipts").fetchone()[0]
-    finally:
-        if args.keep_database:
-            print(f"kept database {name}")
-        else:
-            with connection.connect_url(admin, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        states, receipts = outcome(url)
 
-    per_asset: dict[str, list[float]] = defaultdict(list)
-    for event in result.get_asset_materialization_events():
-        materialization = event.event_specific_data.materialization
-        duration = materialization.metadata.get("duration_s")
-        if duration is not None:
-            per_asset[materialization.asset_key.to_user_string()].append(float(duration.value))
+    per_asset = {asset: [seconds for _, seconds in found] for asset, found in durations(result).items()}
 
     print(f"run of {started_at:%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, load average before/after {load_before:.1f} / {os.getloadavg()[0]:.1f}")

@@ -33,7 +33,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time as clock_time, timedelta
@@ -178,9 +178,13 @@ def prepare_database(conn: psycopg.Connection, first_day: date) -> None:
         )
 
 
-def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic, text_key: bytes) -> int:
-    """The outbound rows as the worker leaves them after sending (through the parent's triggers), each
-    with the fingerprint of its text under ``text_key`` as intake and the OTP strategy store it."""
+@contextmanager
+def staged_outbound_rows(conn: psycopg.Connection, traffic: Traffic,
+                         text_key: bytes) -> Iterator[Callable[[date | None], int]]:
+    """The outbound rows staged in temporary tables; yields ``insert(day)``, which puts the rows of one
+    provider-local day (``None``: every day) into ``msg.outbound_message``, through the parent's
+    triggers, as the worker leaves them after sending, each with the fingerprint of its text under
+    ``text_key`` as intake and the OTP strategy store it."""
     conn.execute(f"CREATE TEMPORARY TABLE bench_outbound ({', '.join(c + ' text' for c in OUTBOUND_COLUMNS)})")
     with conn.cursor() as cur, cur.copy(f"COPY bench_outbound ({', '.join(OUTBOUND_COLUMNS)}) FROM STDIN") as sink, \
             traffic.outbound_file.open("rb") as source:
@@ -191,30 +195,44 @@ def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic, text_key: byt
     with conn.cursor() as cur, cur.copy("COPY bench_fingerprint (body, fingerprint) FROM STDIN") as sink:
         for body in bodies:
             sink.write_row((body, fingerprint.text_fingerprint(text_key, body)))
-    (inserted,) = conn.execute(
-        """WITH staged AS (
-               SELECT b.*, to_timestamp(b.attempt_ms::bigint / 1000.0) AS attempt_at FROM bench_outbound b),
-           inserted AS (
-               INSERT INTO msg.outbound_message (
-                   business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding,
-                   segments, state, state_reason, attempt_count, provider_txn_id, created_at, claimed_at,
-                   submitted_at, billable_units, cost, cost_currency, updated_at, message_fingerprint)
-               SELECT s.business_key, %(tenant)s, 'sms', s.message_class, s.recipient, %(sender)s, s.body,
-                      s.encoding, s.segments::smallint, s.state::msg.message_state,
-                      CASE s.state WHEN 'rejected' THEN 'invalid_number' WHEN 'unknown' THEN 'no_answer' END,
-                      1, s.provider_txn_id, s.attempt_at - interval '2 seconds', s.attempt_at - interval '1 second',
-                      CASE WHEN s.state = 'submitted' THEN s.attempt_at END,
-                      CASE WHEN s.state = 'submitted' THEN s.segments::smallint END,
-                      CASE WHEN s.state = 'submitted' THEN s.segments::smallint * %(price)s::numeric END,
-                      CASE WHEN s.state = 'submitted' THEN 'INR' END,
-                      s.attempt_at, f.fingerprint
-                 FROM staged s
-                 LEFT JOIN bench_fingerprint f USING (body)
-               RETURNING 1)
-           SELECT count(*) FROM inserted""",
-        {"tenant": TENANT, "sender": SENDER, "price": UNIT_PRICE},
-    ).fetchone()
-    conn.execute("DROP TABLE bench_outbound, bench_fingerprint")
+
+    def insert(day: date | None) -> int:
+        (inserted,) = conn.execute(
+            """WITH staged AS (
+                   SELECT b.*, to_timestamp(b.attempt_ms::bigint / 1000.0) AS attempt_at FROM bench_outbound b),
+               inserted AS (
+                   INSERT INTO msg.outbound_message (
+                       business_key, tenant_id, channel, message_class, recipient, sender_id, body, encoding,
+                       segments, state, state_reason, attempt_count, provider_txn_id, created_at, claimed_at,
+                       submitted_at, billable_units, cost, cost_currency, updated_at, message_fingerprint)
+                   SELECT s.business_key, %(tenant)s, 'sms', s.message_class, s.recipient, %(sender)s, s.body,
+                          s.encoding, s.segments::smallint, s.state::msg.message_state,
+                          CASE s.state WHEN 'rejected' THEN 'invalid_number' WHEN 'unknown' THEN 'no_answer' END,
+                          1, s.provider_txn_id, s.attempt_at - interval '2 seconds', s.attempt_at - interval '1 second',
+                          CASE WHEN s.state = 'submitted' THEN s.attempt_at END,
+                          CASE WHEN s.state = 'submitted' THEN s.segments::smallint END,
+                          CASE WHEN s.state = 'submitted' THEN s.segments::smallint * %(price)s::numeric END,
+                          CASE WHEN s.state = 'submitted' THEN 'INR' END,
+                          s.attempt_at, f.fingerprint
+                     FROM staged s
+                     LEFT JOIN bench_fingerprint f USING (body)
+                    WHERE %(day)s::date IS NULL OR (s.attempt_at AT TIME ZONE %(zone)s)::date = %(day)s::date
+                   RETURNING 1)
+               SELECT count(*) FROM inserted""",
+            {"tenant": TENANT, "sender": SENDER, "price": UNIT_PRICE, "day": day, "zone": TZ_NAME},
+        ).fetchone()
+        return inserted
+
+    try:
+        yield insert
+    finally:
+        conn.execute("DROP TABLE bench_outbound, bench_fingerprint")
+
+
+def load_outbound_rows(conn: psycopg.Connection, traffic: Traffic, text_key: bytes) -> int:
+    """Every day's outbound rows (see :func:`staged_outbound_rows`), then the table's statistics."""
+    with staged_outbound_rows(conn, traffic, text_key) as insert:
+        inserted = insert(None)
     conn.execute("ANALYZE msg.outbound_message")
     return inserted
 

@@ -1,0 +1,136 @@
+"""A steady month: 30 provider days sent and reconciled one day at a time, as the daily schedule runs them.
+
+    python bench/steady_month.py [--days 30] [--messages-per-day 100000]
+
+The other shape of a month. ``bench/backfill_month.py`` loads every day's
+outbound rows first and then catches up on all days in one run, so each day
+is reconciled against a full month partition. Here the partition fills as
+the days go, as it does in production:
+
+Setup (not timed): a scratch database (dropped afterwards); a simulator
+process bills ``--days`` consecutive provider days of ``--messages-per-day``
+messages each (the mix of ``bench/day_traffic.py``), ending four days ago.
+Its clock stands after the last day, so every day's report is complete.
+
+Then, for each day in order:
+
+1. (not timed) that day's outbound rows go into ``msg.outbound_message``
+   through its triggers, as the send worker leaves them, and the table is
+   analysed;
+2. (timed) the daily schedule's tick after that day (02:00 provider-local):
+   one ``dg.materialize`` of the daily ingest and reconciliation assets over
+   the partitions the schedule's own ``daily_days`` gives (the day and the
+   lookback days before it), with the clock at the tick.
+
+Reports each tick's wall time, the new day's reconciliation (its
+``duration_s``) and the lookback days' reconciliations, the first days
+against the last, the states left and peak memory growth. The marts (dbt)
+are not part of it; ``bench/marts_build.py`` measures them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+from datetime import datetime, time as clock_time, timedelta
+from pathlib import Path
+from statistics import mean
+from zoneinfo import ZoneInfo
+
+import dagster as dg
+
+# Partitions from a fixed day (see bench/backfill_month.py).
+os.environ.setdefault("SMS_PIPELINE_PARTITION_START", "2026-01-01")
+
+from sms_pipeline import hmac_keys
+from sms_pipeline import settings as settings_module
+from sms_pipeline.db import connection
+from sms_pipeline.orchestration.resources import ClockResource, build_resources
+from sms_pipeline.orchestration.schedules import DAILY_CRON, daily_days, partition_range_tags
+
+from backfill_month import daily_assets, durations, outcome, scratch_database
+from day_traffic import (TZ_NAME, TrafficDay, local_instant, prepare_database, settings_environ,
+                         simulated_traffic, staged_outbound_rows, utc_now)
+from reconcile_day import RssSampler
+
+RECONCILIATION = "msg/reconciliation"
+EDGE_DAYS = 5  # the first and the last days compared
+
+
+def daily_tick(cron: str) -> clock_time:
+    """The time of day of a daily cron expression ("M H * * *")."""
+    minute, hour, *rest = cron.split()
+    if rest != ["*", "*", "*"]:
+        raise ValueError(f"not a daily cron expression: {cron!r}")
+    return clock_time(int(hour), int(minute))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--messages-per-day", type=int, default=100_000)
+    parser.add_argument("--keep-database", action="store_true", help="keep the scratch database (for EXPLAIN)")
+    args = parser.parse_args()
+    sampler = RssSampler()
+    started_at, load_before = utc_now(), os.getloadavg()[0]
+    tz = ZoneInfo(TZ_NAME)
+    last = datetime.now(tz).date() - timedelta(days=4)
+    first = last - timedelta(days=args.days - 1)
+    tick = daily_tick(DAILY_CRON)
+    ticks = []  # (day, partitions run, wall s, the new day's reconciliation s, the lookback days' s)
+    with scratch_database(args.keep_database) as url:
+        with connection.connect_url(url, autocommit=True) as conn:
+            prepare_database(conn, first)
+        days = [TrafficDay(first + timedelta(days=n), args.messages_per_day) for n in range(args.days)]
+        with tempfile.TemporaryDirectory(prefix="bench-steady-") as tmp, \
+                simulated_traffic(days, utc_now() - timedelta(minutes=5), Path(tmp)) as traffic, \
+                connection.connect_url(url, autocommit=True) as conn:
+            settings = settings_module.load({**os.environ, **settings_environ(url, traffic.base_url,
+                                                                              first - timedelta(days=1))})
+            instance = dg.DagsterInstance.ephemeral()
+            sampler.reset_peak()
+            with staged_outbound_rows(conn, traffic, hmac_keys.text_key(settings)) as insert:
+                for day in (d.day for d in days):
+                    insert(day)
+                    conn.execute("ANALYZE msg.outbound_message")
+                    tick_at = local_instant(day + timedelta(days=1), tick)
+                    run_first, run_last = daily_days(tick_at, tz, first, settings.lookback_days)
+                    resources = {  # the project's resources; secrets inline (the settings are not os.environ)
+                        **build_resources(settings, secrets_by_name=False),
+                        "clock": ClockResource(frozen_at=tick_at.isoformat()),
+                    }
+                    started = time.perf_counter()
+                    result = dg.materialize(daily_assets(), resources=resources, instance=instance,
+                                            tags=partition_range_tags(run_first, run_last), raise_on_error=False)
+                    wall = time.perf_counter() - started
+                    if not result.success:
+                        raise SystemExit(f"the tick after {day} failed: see the run's events above")
+                    reconciled = dict(durations(result)[RECONCILIATION])
+                    ticks.append((day, (run_last - run_first).days + 1, wall, reconciled.pop(day.isoformat()),
+                                  sum(reconciled.values())))
+            growth = sampler.peak_growth_mb()
+        states, receipts = outcome(url)
+
+    print(f"run of {started_at:%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average before/after {load_before:.1f} / {os.getloadavg()[0]:.1f}")
+    print(f"{args.days} provider days {first}..{last}, {traffic.billed:,} billed messages, "
+          f"{traffic.outbound_rows:,} outbound rows, lookback {settings.lookback_days} days")
+    print(f"states afterwards: {states}; receipt events: {receipts:,}\n")
+    print("| day | partitions run | tick wall s | the day's reconciliation s | the lookback days' reconciliations s |")
+    print("|---|---|---|---|---|")
+    for day, partitions, wall, new, lookback in ticks:
+        print(f"| {day} | {partitions} | {wall:.1f} | {new:.2f} | {lookback:.2f} |")
+    edge = min(EDGE_DAYS, len(ticks) // 2)
+    print("\n| measurement | first days | last days |")
+    print("|---|---|---|")
+    for label, column in (("tick wall s", 2), ("the day's reconciliation s", 3)):
+        print(f"| {label}, mean over {edge} days | {mean(t[column] for t in ticks[:edge]):.2f} | "
+              f"{mean(t[column] for t in ticks[-edge:]):.2f} |")
+    print(f"\nall ticks: {sum(t[2] for t in ticks):.0f} s; peak memory growth of the process {growth:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
