@@ -29,7 +29,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -96,17 +96,22 @@ def outcome(url: str) -> tuple[dict[str, int], int]:
         return states, conn.execute("SELECT count(*) FROM dlr.delivery_receipts").fetchone()[0]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def month_command(doc: str) -> tuple[argparse.Namespace, date, date]:
+    """The command line of the month benches, and the first and last provider day it names: ``--days``
+    days ending four days ago (every one closed and past its lookback)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--messages-per-day", type=int, default=100_000)
     parser.add_argument("--keep-database", action="store_true", help="keep the scratch database (for EXPLAIN)")
     args = parser.parse_args()
+    last = datetime.now(ZoneInfo(TZ_NAME)).date() - timedelta(days=4)
+    return args, last - timedelta(days=args.days - 1), last
+
+
+def main() -> None:
+    args, first, last = month_command(__doc__)
     sampler = RssSampler()
     started_at, load_before = utc_now(), os.getloadavg()[0]
-    tz = ZoneInfo(TZ_NAME)
-    last = datetime.now(tz).date() - timedelta(days=4)
-    first = last - timedelta(days=args.days - 1)
     catch_up_at = utc_now() - timedelta(minutes=5)
     with scratch_database(args.keep_database) as url:
         with connection.connect_url(url, autocommit=True) as conn:

@@ -30,12 +30,11 @@ are not part of it; ``bench/marts_build.py`` measures them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import tempfile
 import time
-from datetime import datetime, time as clock_time, timedelta
+from datetime import time as clock_time, timedelta
 from pathlib import Path
 from statistics import mean
 from zoneinfo import ZoneInfo
@@ -51,7 +50,7 @@ from sms_pipeline.db import connection
 from sms_pipeline.orchestration.resources import ClockResource, build_resources
 from sms_pipeline.orchestration.schedules import DAILY_CRON, daily_days, partition_range_tags
 
-from backfill_month import daily_assets, durations, outcome, scratch_database
+from backfill_month import daily_assets, durations, month_command, outcome, scratch_database
 from day_traffic import (TZ_NAME, TrafficDay, local_instant, prepare_database, settings_environ,
                          simulated_traffic, staged_outbound_rows, utc_now)
 from reconcile_day import RssSampler
@@ -69,16 +68,10 @@ def daily_tick(cron: str) -> clock_time:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--messages-per-day", type=int, default=100_000)
-    parser.add_argument("--keep-database", action="store_true", help="keep the scratch database (for EXPLAIN)")
-    args = parser.parse_args()
+    args, first, last = month_command(__doc__)
     sampler = RssSampler()
     started_at, load_before = utc_now(), os.getloadavg()[0]
     tz = ZoneInfo(TZ_NAME)
-    last = datetime.now(tz).date() - timedelta(days=4)
-    first = last - timedelta(days=args.days - 1)
     tick = daily_tick(DAILY_CRON)
     ticks = []  # (day, partitions run, wall s, the new day's reconciliation s, the lookback days' s)
     with scratch_database(args.keep_database) as url:
