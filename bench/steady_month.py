@@ -85,9 +85,10 @@ def main() -> None:
                                                                               first - timedelta(days=1))})
             instance = dg.DagsterInstance.ephemeral()
             sampler.reset_peak()
+            inserted = 0
             with staged_outbound_rows(conn, traffic, hmac_keys.text_key(settings)) as insert:
                 for day in (d.day for d in days):
-                    insert(day)
+                    inserted += insert(day)
                     conn.execute("ANALYZE msg.outbound_message")
                     tick_at = local_instant(day + timedelta(days=1), tick)
                     run_first, run_last = daily_days(tick_at, tz, first, settings.lookback_days)
@@ -105,6 +106,8 @@ def main() -> None:
                     ticks.append((day, (run_last - run_first).days + 1, wall, reconciled.pop(day.isoformat()),
                                   sum(reconciled.values())))
             growth = sampler.peak_growth_mb()
+            if inserted != traffic.outbound_rows:  # a row sent outside the days would never be reconciled
+                raise SystemExit(f"{inserted:,} of {traffic.outbound_rows:,} outbound rows fell on the days")
         states, receipts = outcome(url)
 
     print(f"run of {started_at:%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {platform.machine()}, "
