@@ -62,7 +62,7 @@ def daily_assets() -> list:
 def scratch_database(keep: bool) -> Iterator[str]:
     """A new database on the configured server, migrated; dropped afterwards unless ``keep``."""
     admin = connection.server_url(settings_module.load())
-    name = f"sms_bench_backfill_{uuid.uuid4().hex[:8]}"
+    name = f"sms_bench_month_{uuid.uuid4().hex[:8]}"
     connection.ensure_database(admin, name)
     url = connection.with_database(admin, name)
     try:
