@@ -5,7 +5,7 @@
 The other shape of a month. ``bench/backfill_month.py`` loads every day's
 outbound rows first and then catches up on all days in one run, so each day
 is reconciled against a full month partition. Here the partition fills as
-the days go, as it does in production:
+the days go, as it does in production.
 
 Setup (not timed): a scratch database (dropped afterwards); a simulator
 process bills ``--days`` consecutive provider days of ``--messages-per-day``
