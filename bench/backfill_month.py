@@ -25,10 +25,7 @@ import os
 import platform
 import tempfile
 import time
-import uuid
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -41,13 +38,14 @@ os.environ.setdefault("SMS_PIPELINE_PARTITION_START", "2026-01-01")
 
 from sms_pipeline import hmac_keys
 from sms_pipeline import settings as settings_module
-from sms_pipeline.db import connection, migrate
+from sms_pipeline.db import connection
 from sms_pipeline.definitions import ASSETS as PIPELINE_ASSETS
 from sms_pipeline.orchestration.resources import ClockResource, build_resources
 from sms_pipeline.orchestration.schedules import partition_range_tags
 
 from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, prepare_database, settings_environ,
                          simulated_traffic, utc_now)
+from send_support import scratch_database
 from reconcile_day import RssSampler
 
 DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "msg/reconciliation")
@@ -56,25 +54,6 @@ DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "ms
 def daily_assets() -> list:
     """The pipeline's own definitions of DAILY_ASSETS (the marts left out)."""
     return [a for a in PIPELINE_ASSETS if any(k.to_user_string() in DAILY_ASSETS for k in a.keys)]
-
-
-@contextmanager
-def scratch_database(keep: bool) -> Iterator[str]:
-    """A new database on the configured server, migrated; dropped afterwards unless ``keep``."""
-    admin = connection.server_url(settings_module.load())
-    name = f"sms_bench_month_{uuid.uuid4().hex[:8]}"
-    connection.ensure_database(admin, name)
-    url = connection.with_database(admin, name)
-    try:
-        with connection.connect_url(url, autocommit=True) as conn:
-            migrate.upgrade(conn)
-        yield url
-    finally:
-        if keep:
-            print(f"kept database {name}")
-        else:
-            with connection.connect_url(admin, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def durations(result: dg.ExecuteInProcessResult) -> dict[str, list[tuple[str, float]]]:
@@ -113,7 +92,7 @@ def main() -> None:
     sampler = RssSampler()
     started_at, load_before = utc_now(), os.getloadavg()[0]
     catch_up_at = utc_now() - timedelta(minutes=5)
-    with scratch_database(args.keep_database) as url:
+    with scratch_database("month", keep=args.keep_database, partitions=False) as url:
         with connection.connect_url(url, autocommit=True) as conn:
             prepare_database(conn, first)
         days = [TrafficDay(first + timedelta(days=n), args.messages_per_day) for n in range(args.days)]

@@ -83,7 +83,6 @@ import platform
 import tempfile
 import threading
 import time
-import uuid
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterator
@@ -104,7 +103,7 @@ from sms_pipeline import hmac_keys
 from sms_pipeline import settings as settings_module
 from sms_pipeline.core.clock import FrozenClock
 from sms_pipeline.core.statuses import normalise_status
-from sms_pipeline.db import connection, migrate, queries
+from sms_pipeline.db import connection, queries
 from sms_pipeline.ingest import day_report as day_report_module
 from sms_pipeline.ingest.day_report import load_day_report
 from sms_pipeline.provider.client import ProviderClient
@@ -112,6 +111,7 @@ from sms_pipeline.reconcile.run import reconcile_day
 
 from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, local_instant, prepare_database,
                          settings_environ, simulated_traffic, utc_now)
+from send_support import scratch_database
 
 # Named statements -> the stage they belong to.
 _STAGE_OF_PREFIX = (
@@ -630,18 +630,14 @@ def run_durable_floor(url: str, csv_path: Path, work_mem_mb: int, rows: int) -> 
                   f"{inserted:,} rows")], work
 
 
-def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, keep: bool) -> ScaleResult:
+def run_scale(messages: int, naive_rows: int, sampler: RssSampler, keep: bool) -> ScaleResult:
     setup_started = time.perf_counter()
     tz = ZoneInfo(TZ_NAME)
     day = datetime.now(tz).date() - timedelta(days=3)
     download_at = local_instant(day + timedelta(days=1), clock_time(2, 0))  # the daily job's tick
     assert download_at < utc_now()
-    name = f"sms_bench_reconcile_{messages}_{uuid.uuid4().hex[:6]}"
-    connection.ensure_database(admin, name)
-    url = connection.with_database(admin, name)
-    try:
+    with scratch_database(f"reconcile_{messages}", keep=keep, partitions=False) as url:
         with connection.connect_url(url, autocommit=True) as conn:
-            migrate.upgrade(conn)
             prepare_database(conn, day)
         with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp, \
                 simulated_traffic([TrafficDay(day, messages)], download_at, Path(tmp)) as traffic:
@@ -668,12 +664,6 @@ def run_scale(admin: str, messages: int, naive_rows: int, sampler: RssSampler, k
             guarded_update, guarded_work = run_guarded_update(url, settings.reconcile_work_mem_mb, floor_updated,
                                                               rows)
             durable, durable_work = run_durable_floor(url, csv_path, settings.reconcile_work_mem_mb, rows)
-    finally:
-        if not keep:
-            with connection.connect_url(admin, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        else:
-            print(f"kept database {name}")
     return ScaleResult(messages=messages, file_rows=rows, outbound_rows=outbound, stages=stages, statement_s=spent,
                        floor=floor, naive_rows=naive_n, naive_s=naive_s, memory_growth_mb=growth, setup_s=setup_s,
                        guarded_update=guarded_update, summary=summary, pipeline_work=pipeline_work,
@@ -767,12 +757,10 @@ def main() -> None:
     args = parser.parse_args()
     sampler = RssSampler()  # baseline: after imports
     started, load_before = utc_now(), os.getloadavg()[0]
-    admin = connection.server_url(settings_module.load())
     results = []
     for i, size in enumerate(args.sizes):
         with explaining(args.explain):
-            results.append(run_scale(admin, size, args.naive_rows, sampler,
-                                     args.keep_database and i == len(args.sizes) - 1))
+            results.append(run_scale(size, args.naive_rows, sampler, args.keep_database and i == len(args.sizes) - 1))
         print_scale(results[-1])
     print_curve(results, started, (load_before, os.getloadavg()[0]))
     if args.json:

@@ -34,8 +34,10 @@ UNIT_PRICE = "0.0079"
 
 
 @contextmanager
-def scratch_database(prefix: str) -> Iterator[str]:
-    """A freshly migrated database on the active server (embedded by default), dropped afterwards."""
+def scratch_database(prefix: str, *, keep: bool = False, partitions: bool = True) -> Iterator[str]:
+    """A freshly migrated database on the active server (embedded by default), dropped afterwards unless
+    ``keep``. With ``partitions``, message partitions from six months back (the send benchmarks'); the
+    reconciliation benchmarks make their own around their days."""
     settings = settings_module.load()
     admin = connection.server_url(settings)
     name = f"sms_bench_{prefix}_{uuid.uuid4().hex[:8]}"
@@ -44,12 +46,16 @@ def scratch_database(prefix: str) -> Iterator[str]:
     try:
         with connection.connect_url(url) as conn:
             migrate.upgrade(conn)
-            conn.execute("SELECT msg.ensure_partitions(now() - interval '6 months', 8)")
+            if partitions:
+                conn.execute("SELECT msg.ensure_partitions(now() - interval '6 months', 8)")
             conn.commit()
         yield url
     finally:
-        with connection.connect_url(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if keep:
+            print(f"kept database {name}")
+        else:
+            with connection.connect_url(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def number(n: int) -> str:

@@ -53,10 +53,11 @@ from sms_pipeline.db import connection
 from sms_pipeline.orchestration.resources import ClockResource, build_resources
 from sms_pipeline.orchestration.schedules import DAILY_CRON, daily_days, partition_range_tags
 
-from backfill_month import daily_assets, durations, month_command, outcome, scratch_database
+from backfill_month import daily_assets, durations, month_command, outcome
 from day_traffic import (TZ_NAME, TrafficDay, local_instant, prepare_database, settings_environ,
                          simulated_traffic, staged_outbound_rows, utc_now)
 from reconcile_day import RssSampler
+from send_support import scratch_database
 
 RECONCILIATION = "msg/reconciliation"
 EDGE_DAYS = 5  # the first and the last full ticks compared
@@ -85,7 +86,7 @@ def main() -> None:
     tz = ZoneInfo(TZ_NAME)
     tick = daily_tick(DAILY_CRON)
     ticks: list[Tick] = []
-    with scratch_database(args.keep_database) as url:
+    with scratch_database("month", keep=args.keep_database, partitions=False) as url:
         with connection.connect_url(url, autocommit=True) as conn:
             prepare_database(conn, first)
         days = [TrafficDay(first + timedelta(days=n), args.messages_per_day) for n in range(args.days)]
