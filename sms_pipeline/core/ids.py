@@ -46,7 +46,10 @@ def clean_id(value: object) -> str | None:
     text = _as_text(value, InvalidIdentifier, "provider id")
     if text is None:
         return None
-    if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in text):
+    # Printable ASCII without a space holds neither (the common case, checked in C); anything else is
+    # looked at character by character.
+    clean_ascii = text.isascii() and text.isprintable() and " " not in text
+    if not clean_ascii and any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in text):
         raise InvalidIdentifier(f"provider id contains whitespace or control characters: {value!r}")
     return text
 

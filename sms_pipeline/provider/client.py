@@ -386,7 +386,7 @@ class ProviderClient:
         ans = self._report(what, "POST", PATHS["transaction"],
                            {"uuid": transaction_id, "fromdate": from_date.isoformat(), "todate": to_date.isoformat()})
         tz = self.timezone
-        return self._rows(what, lambda: [normalise.txn_row(i, tz) for i in normalise.items(ans, normalise.TXN_LIST_KEY)])
+        return self._rows(what, lambda: normalise.txn_rows(normalise.items(ans, normalise.TXN_LIST_KEY), tz))
 
     def delivery_reports(self, from_date: date, to_date: date, page_limit: int = 1000) -> Iterator[DlrRow]:
         """Every getDlr row of [from_date, to_date], page by page."""

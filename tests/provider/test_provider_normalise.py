@@ -117,7 +117,7 @@ def test_getdlr_delivery_time_zero_means_not_yet():
 
 def test_by_transaction_sample_nested_status_and_local_times():
     ans = normalise.answer(200, BY_TRANSACTION)
-    [row] = [normalise.txn_row(item, IST) for item in normalise.items(ans, normalise.TXN_LIST_KEY)]
+    [row] = normalise.txn_rows(normalise.items(ans, normalise.TXN_LIST_KEY), IST)
 
     assert row.msg_id == "9308878062554710043"
     assert (row.status, row.cause) == ("DELIVERED", "Success")
@@ -129,10 +129,28 @@ def test_by_transaction_times_use_the_configured_zone():
     item = {"msgId": "1", "status": {"Status": "DELIVERED", "Cause": "Success"},
             "submitTime": "July 13, 2019 03:44:48", "deliveryTime": ""}
 
-    row = normalise.txn_row(item, ZoneInfo("America/New_York"))
+    [row] = normalise.txn_rows([item], ZoneInfo("America/New_York"))
 
     assert row.submit_time == datetime(2019, 7, 13, 7, 44, 48, tzinfo=UTC)  # EDT, UTC-4
     assert row.delivery_time is None
+
+
+def test_by_transaction_rows_sharing_a_time_text_each_read_it_alike():
+    """An answer's times are parsed once per distinct text: repeated, distinct, sentinel and bad texts
+    each come out as they would alone."""
+    def item(n: int, submit: str, delivered: str) -> dict[str, object]:
+        return {"msgId": str(n), "status": {"Status": "DELIVERED", "Cause": "Success"},
+                "submitTime": submit, "deliveryTime": delivered}
+
+    rows = normalise.txn_rows([item(1, "July 13, 2019 03:44:48", "July 13, 2019 03:44:50"),
+                               item(2, "July 13, 2019 03:44:48", "0"),
+                               item(3, "July 13, 2019 03:44:50", "July 13, 2019 03:44:48")], IST)
+
+    at_48, at_50 = datetime(2019, 7, 12, 22, 14, 48, tzinfo=UTC), datetime(2019, 7, 12, 22, 14, 50, tzinfo=UTC)
+    assert [(r.msg_id, r.submit_time, r.delivery_time) for r in rows] == [
+        ("1", at_48, at_50), ("2", at_48, None), ("3", at_50, at_48)]
+    with pytest.raises(normalise.MalformedBody, match="Julio"):
+        normalise.txn_rows([item(1, "July 13, 2019 03:44:48", "0"), item(2, "Julio 13, 2019 03:44:48", "0")], IST)
 
 
 def test_summary_sample_units_as_int():

@@ -1,5 +1,7 @@
 from datetime import UTC, datetime, timedelta
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,10 +41,25 @@ def test_ids_are_kept_as_text(raw: object, expected: str) -> None:
     assert clean_id(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["12 34", "12\t34", "12\x0034", "12\u200b34", True, 1.5, b"123", ["1"]])
+@pytest.mark.parametrize("raw", ["12 34", "12\t34", "12\x0034", "12\x7f34", "12\x0b34", "12\u200b34", "12\u00a034",
+                                 True, 1.5, b"123", ["1"]])
 def test_malformed_ids_raise(raw: object) -> None:
     with pytest.raises(InvalidIdentifier, match="provider id"):
         clean_id(raw)
+
+
+@given(st.text(max_size=12) | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=12))
+def test_ids_are_refused_exactly_for_inner_whitespace_or_control_characters(raw: str) -> None:
+    """The ASCII shortcut agrees with the character-by-character rule on every text."""
+    stripped = raw.strip()
+    mangled = any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in stripped)
+    if stripped in SENTINELS:
+        assert clean_id(raw) is None
+    elif mangled:
+        with pytest.raises(InvalidIdentifier):
+            clean_id(raw)
+    else:
+        assert clean_id(raw) == stripped
 
 
 @given(st.text(alphabet="0123456789", min_size=1, max_size=30))
