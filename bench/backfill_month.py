@@ -46,7 +46,7 @@ from sms_pipeline.orchestration.schedules import partition_range_tags
 from day_traffic import (TZ_NAME, TrafficDay, load_outbound_rows, prepare_database, settings_environ,
                          simulated_traffic, utc_now)
 from send_support import scratch_database
-from reconcile_day import RssSampler
+from reconcile_day import PeakRss
 
 DAILY_ASSETS = ("dlr/day_report", "dlr/transaction_reports", "dlr/receipts", "msg/reconciliation")
 
@@ -89,7 +89,7 @@ def month_command(doc: str) -> tuple[argparse.Namespace, date, date]:
 
 def main() -> None:
     args, first, last = month_command(__doc__)
-    sampler = RssSampler()
+    memory = PeakRss()
     started_at, load_before = utc_now(), os.getloadavg()[0]
     catch_up_at = utc_now() - timedelta(minutes=5)
     with scratch_database("month", keep=args.keep_database, partitions=False) as url:
@@ -110,12 +110,12 @@ def main() -> None:
                 **build_resources(settings, secrets_by_name=False),
                 "clock": ClockResource(frozen_at=catch_up_at.isoformat()),
             }
-            sampler.reset_peak()
+            memory.reset_peak()
             started = time.perf_counter()
             result = dg.materialize(daily_assets(), resources=resources, instance=dg.DagsterInstance.ephemeral(),
                                     tags=partition_range_tags(first, last), raise_on_error=False)
             wall = time.perf_counter() - started
-            growth = sampler.peak_growth_mb()
+            growth = memory.peak_growth_mb()
         states, receipts = outcome(url)
 
     per_asset = {asset: [seconds for _, seconds in found] for asset, found in durations(result).items()}

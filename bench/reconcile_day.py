@@ -69,9 +69,9 @@ The download stage includes the simulator building the day's zip on request
 seconds meanwhile (the build, and serving the bytes) are printed beside it.
 They are the provider's work, counted in the pipeline's time all the same.
 
-Memory: resident set size sampled every 20 ms by a thread (psutil), so C
-allocations (psycopg, zip, Postgres client buffers) count; growth is the peak
-during the pipeline over the RSS measured right after imports.
+Memory: the kernel's peak resident set size of the process (``VmHWM``, reset
+before the pipeline), so C allocations (psycopg, zip, Postgres client buffers)
+count; growth is that peak over the RSS measured right after imports.
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ import json
 import os
 import platform
 import tempfile
-import threading
 import time
 import zipfile
 from collections import defaultdict
@@ -126,27 +125,29 @@ _FLOOR_CSV_COLUMNS = ("msg_id", "transaction_id", "mobile", "sender", "message",
                       "delivery_time", "status", "cause", "error_code", "units")
 
 
-class RssSampler:
-    """Peak resident set size of this process, sampled by a daemon thread."""
+class PeakRss:
+    """Peak resident set size of this process, as the kernel keeps it (``VmHWM``; Linux). No sampling
+    thread: a thread waking every 20 ms to read the RSS took about 5% of a core of the process it
+    measured (a profile of a steady month's tick), and could still miss a peak between two readings."""
 
-    def __init__(self, interval_s: float = 0.02) -> None:
-        self._process = psutil.Process()
-        self._interval = interval_s
-        self.baseline = self._process.memory_info().rss
-        self._peak = self.baseline
-        self._stop = threading.Event()
-        threading.Thread(target=self._sample, daemon=True).start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._peak = max(self._peak, self._process.memory_info().rss)
+    def __init__(self) -> None:
+        self.baseline = self._read("VmRSS")
 
     def reset_peak(self) -> None:
-        self._peak = self._process.memory_info().rss
+        """Start the peak again from the current RSS (``/proc/self/clear_refs``, value 5)."""
+        Path("/proc/self/clear_refs").write_text("5")
 
     def peak_growth_mb(self) -> float:
-        self._peak = max(self._peak, self._process.memory_info().rss)
-        return (self._peak - self.baseline) / 2**20
+        return (self._read("VmHWM") - self.baseline) / 2**10
+
+    @staticmethod
+    def _read(field: str) -> int:
+        """A ``/proc/self/status`` figure, in kB."""
+        for line in Path("/proc/self/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == field:
+                return int(value.split()[0])
+        raise RuntimeError(f"/proc/self/status has no {field}: the memory figures need Linux")
 
 
 @dataclass
@@ -401,12 +402,12 @@ def reconcile_with(conn: psycopg.Connection, day, settings, clock):
 
 
 def run_pipeline(url: str, client: ProviderClient, simulator_pid: int, day, settings, clock,
-                 sampler: RssSampler):
+                 memory: PeakRss):
     """The measured part: what the day_report asset and the receipts + reconciliation multi-asset run."""
     timed_client = TimedClient(client, simulator_pid)
     with connection.connect_url(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
-        sampler.reset_peak()
+        memory.reset_peak()
         with ServerWork.measure(conn) as work:
             with timed_stats() as stats, timed_statements() as ingest_spent:
                 started = time.perf_counter()
@@ -417,7 +418,7 @@ def run_pipeline(url: str, client: ProviderClient, simulator_pid: int, day, sett
                 started = time.perf_counter()
                 result = reconcile_with(conn, day, settings, clock)
                 reconcile_s = time.perf_counter() - started
-        growth = sampler.peak_growth_mb()
+        growth = memory.peak_growth_mb()
     rows, receipts = load.rows, result.receipts
     by_stage: dict[str, float] = defaultdict(float)
     for name, seconds in spent.items():
@@ -630,7 +631,7 @@ def run_durable_floor(url: str, csv_path: Path, work_mem_mb: int, rows: int) -> 
                   f"{inserted:,} rows")], work
 
 
-def run_scale(messages: int, naive_rows: int, sampler: RssSampler, keep: bool) -> ScaleResult:
+def run_scale(messages: int, naive_rows: int, memory: PeakRss, keep: bool) -> ScaleResult:
     setup_started = time.perf_counter()
     tz = ZoneInfo(TZ_NAME)
     day = datetime.now(tz).date() - timedelta(days=3)
@@ -652,7 +653,7 @@ def run_scale(messages: int, naive_rows: int, sampler: RssSampler, keep: bool) -
                                     read_timeout=600, requests_per_s=1000)
             with client:
                 rows, stages, spent, growth, summary, pipeline_work = run_pipeline(
-                    url, client, traffic.simulator_pid, day, settings, FrozenClock(download_at), sampler)
+                    url, client, traffic.simulator_pid, day, settings, FrozenClock(download_at), memory)
                 csv_path = extract_csv(client, day, Path(tmp))
             naive_n = min(naive_rows, rows)
             naive_s = run_naive(url, csv_path, naive_n)
@@ -755,12 +756,12 @@ def main() -> None:
                         help="print the plan of this named statement (a CREATE TABLE ... AS) as the pipeline "
                              "runs it; its EXPLAIN's overhead is in the figures")
     args = parser.parse_args()
-    sampler = RssSampler()  # baseline: after imports
+    memory = PeakRss()  # baseline: after imports
     started, load_before = utc_now(), os.getloadavg()[0]
     results = []
     for i, size in enumerate(args.sizes):
         with explaining(args.explain):
-            results.append(run_scale(size, args.naive_rows, sampler, args.keep_database and i == len(args.sizes) - 1))
+            results.append(run_scale(size, args.naive_rows, memory, args.keep_database and i == len(args.sizes) - 1))
         print_scale(results[-1])
     print_curve(results, started, (load_before, os.getloadavg()[0]))
     if args.json:

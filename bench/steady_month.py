@@ -56,7 +56,7 @@ from sms_pipeline.orchestration.schedules import DAILY_CRON, daily_days, partiti
 from backfill_month import daily_assets, durations, month_command, outcome
 from day_traffic import (TZ_NAME, TrafficDay, local_instant, prepare_database, settings_environ,
                          simulated_traffic, staged_outbound_rows, utc_now)
-from reconcile_day import RssSampler
+from reconcile_day import PeakRss
 from send_support import scratch_database
 
 RECONCILIATION = "msg/reconciliation"
@@ -81,7 +81,7 @@ def daily_tick(cron: str) -> clock_time:
 
 def main() -> None:
     args, first, last = month_command(__doc__)
-    sampler = RssSampler()
+    memory = PeakRss()
     started_at, load_before = utc_now(), os.getloadavg()[0]
     tz = ZoneInfo(TZ_NAME)
     tick = daily_tick(DAILY_CRON)
@@ -96,7 +96,7 @@ def main() -> None:
             settings = settings_module.load({**os.environ, **settings_environ(url, traffic.base_url,
                                                                               first - timedelta(days=1))})
             instance = dg.DagsterInstance.ephemeral()
-            sampler.reset_peak()
+            memory.reset_peak()
             inserted = 0
             with staged_outbound_rows(conn, traffic, hmac_keys.text_key(settings)) as insert:
                 for day in (d.day for d in days):
@@ -118,7 +118,7 @@ def main() -> None:
                     reconciled = dict(durations(result)[RECONCILIATION])
                     ticks.append(Tick(day, (run_last - run_first).days + 1, wall, reconciled.pop(day.isoformat()),
                                       sum(reconciled.values())))
-            growth = sampler.peak_growth_mb()
+            growth = memory.peak_growth_mb()
             if inserted != traffic.outbound_rows:  # a row sent outside the days would never be reconciled
                 raise SystemExit(f"{inserted:,} of {traffic.outbound_rows:,} outbound rows fell on the days")
         states, receipts = outcome(url)
