@@ -46,8 +46,8 @@ def clean_id(value: object) -> str | None:
     text = _as_text(value, InvalidIdentifier, "provider id")
     if text is None:
         return None
-    # Printable ASCII without a space holds neither (the common case, checked in C); anything else is
-    # looked at character by character.
+    # Printable ASCII without a space contains no whitespace or control character: the common case,
+    # answered by three string methods in C. Anything else is looked at character by character.
     clean_ascii = text.isascii() and text.isprintable() and " " not in text
     if not clean_ascii and any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in text):
         raise InvalidIdentifier(f"provider id contains whitespace or control characters: {value!r}")

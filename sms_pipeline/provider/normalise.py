@@ -465,7 +465,7 @@ def dlr_row(item: Mapping[str, Any]) -> DlrRow:
     )
 
 
-def txn_rows(items: Sequence[Mapping[str, Any]], tz: ZoneInfo) -> list[TxnReportRow]:
+def txn_rows(listed: Sequence[Mapping[str, Any]], tz: ZoneInfo) -> list[TxnReportRow]:
     """One by-transaction answer's rows. Its times are parsed once per distinct text: the rows of one
     transaction share a few submit and delivery seconds (about one text in nine is new in the simulator's
     answers), and parsing a provider-local time with its zone costs more than the rest of the row."""
@@ -478,8 +478,8 @@ def txn_rows(items: Sequence[Mapping[str, Any]], tz: ZoneInfo) -> list[TxnReport
         return parsed[raw]
 
     f = TXN_FIELDS
-    rows = []
-    for item in items:
+    rows: list[TxnReportRow] = []
+    for item in listed:
         nested = item.get(f["status_object"])
         if isinstance(nested, dict):
             status, cause = text(nested, f["status"]), text(nested, f["cause"])

@@ -135,9 +135,13 @@ def test_by_transaction_times_use_the_configured_zone():
     assert row.delivery_time is None
 
 
-def test_by_transaction_rows_sharing_a_time_text_each_read_it_alike():
+def test_by_transaction_rows_sharing_a_time_text_each_read_it_alike(monkeypatch: pytest.MonkeyPatch):
     """An answer's times are parsed once per distinct text: repeated, distinct, sentinel and bad texts
     each come out as they would alone."""
+    parsed: list[str] = []
+    parse_human = normalise.parse_human
+    monkeypatch.setattr(normalise, "parse_human", lambda text, tz: parsed.append(text) or parse_human(text, tz))
+
     def item(n: int, submit: str, delivered: str) -> dict[str, object]:
         return {"msgId": str(n), "status": {"Status": "DELIVERED", "Cause": "Success"},
                 "submitTime": submit, "deliveryTime": delivered}
@@ -149,6 +153,7 @@ def test_by_transaction_rows_sharing_a_time_text_each_read_it_alike():
     at_48, at_50 = datetime(2019, 7, 12, 22, 14, 48, tzinfo=UTC), datetime(2019, 7, 12, 22, 14, 50, tzinfo=UTC)
     assert [(r.msg_id, r.submit_time, r.delivery_time) for r in rows] == [
         ("1", at_48, at_50), ("2", at_48, None), ("3", at_50, at_48)]
+    assert sorted(parsed) == ["July 13, 2019 03:44:48", "July 13, 2019 03:44:50"]  # once each
     with pytest.raises(normalise.MalformedBody, match="Julio"):
         normalise.txn_rows([item(1, "July 13, 2019 03:44:48", "0"), item(2, "Julio 13, 2019 03:44:48", "0")], IST)
 

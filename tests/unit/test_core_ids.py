@@ -1,6 +1,5 @@
-from datetime import UTC, datetime, timedelta
-
 import unicodedata
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
