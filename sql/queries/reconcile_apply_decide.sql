@@ -25,6 +25,11 @@
 -- those messages only, by reconcile_apply_conflicts.sql: at a million rows a
 -- join of every event against every decision here found none and cost a
 -- third of the statement.
+-- The msgIds' own columns (reconcile_uncorrelated) are not joined here: only
+-- reconstruction's evidence needs one (whether the texts agreed, which pass 3
+-- kept as same_text on its pairs), and only an `unknown` row's confirmation
+-- the provider's submit time (reconcile_apply_confirm_submission.sql, from
+-- attempt_at). At a million messages that join was a fifth of the statement.
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.
@@ -62,15 +67,10 @@ WITH per_message AS (
 decided AS (
     SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id, p.min_final_outcome,
            p.max_final_outcome,
-           -- the provider's submit time; inside a DST fall-back hour, the
-           -- reading nearer our own attempt time
-           CASE WHEN u.alt_submit_at IS NOT NULL
-                 AND abs(EXTRACT(EPOCH FROM u.alt_submit_at - a.attempt_at))
-                   < abs(EXTRACT(EPOCH FROM u.submit_at - a.attempt_at))
-                THEN u.alt_submit_at ELSE u.submit_at END AS submit_at,
            CASE p.pass WHEN 1 THEN 'msgid' WHEN 2 THEN 'transaction'
-                ELSE CASE WHEN m.message_fingerprint = u.fingerprint THEN 'fingerprint' ELSE 'reconstruction' END
+                ELSE CASE WHEN r.same_text THEN 'fingerprint' ELSE 'reconstruction' END
            END AS evidence,
+           a.attempt_at,
            m.state AS old_state,
            m.final_status AS old_final_status,
            m.state_reason AS old_state_reason,
@@ -85,7 +85,9 @@ decided AS (
                 ELSE e.evidence_state END AS new_state
       FROM per_message p
       JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
-      JOIN reconcile_work.reconcile_uncorrelated u ON u.msg_id = p.msg_id
+      LEFT JOIN reconcile_work.reconcile_pairs_by_reconstruction r
+             ON p.pass = 3 AND r.msg_id = p.msg_id AND r.message_id = p.message_id
+            AND r.message_created_at = p.message_created_at
      CROSS JOIN LATERAL (
            SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END
                       AS evidence_state) e

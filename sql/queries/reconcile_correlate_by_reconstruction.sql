@@ -31,6 +31,7 @@
 -- sent twice. Every candidate left is kept: one msgId with two rows, or one
 -- row with two msgIds, is ambiguous for all of them (two identical texts
 -- to one number stay so).
+-- Each pair keeps same_text: the match's evidence (reconcile_apply_decide.sql).
 -- Parameters: window, spread (intervals).
 -- Creates the work table reconcile_work.reconcile_pairs_by_reconstruction.
 CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_reconstruction AS
@@ -62,7 +63,7 @@ WITH candidates AS (
        AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_pairs_by_msgid p WHERE p.msg_id = u.msg_id)
        AND NOT EXISTS (SELECT 1 FROM reconcile_work.reconcile_pairs_by_transaction p WHERE p.msg_id = u.msg_id)
 )
-SELECT c.msg_id, c.message_id, c.message_created_at, 3::smallint AS pass
+SELECT c.msg_id, c.message_id, c.message_created_at, 3::smallint AS pass, c.same_text
   FROM candidates c
  WHERE NOT EXISTS (
        SELECT 1

@@ -10,6 +10,9 @@ CREATE UNLOGGED TABLE reconcile_work.reconcile_decisions AS
 SELECT msg_id, message_id, message_created_at, pass,
        count(*) OVER (PARTITION BY msg_id COLLATE "C") = 1
        AND count(*) OVER (PARTITION BY message_id, message_created_at) = 1 AS matched
-  FROM (SELECT * FROM reconcile_work.reconcile_pairs_by_msgid
-        UNION ALL SELECT * FROM reconcile_work.reconcile_pairs_by_transaction
-        UNION ALL SELECT * FROM reconcile_work.reconcile_pairs_by_reconstruction) AS pairs
+  FROM (SELECT msg_id, message_id, message_created_at, pass FROM reconcile_work.reconcile_pairs_by_msgid
+        UNION ALL
+        SELECT msg_id, message_id, message_created_at, pass FROM reconcile_work.reconcile_pairs_by_transaction
+        UNION ALL
+        SELECT msg_id, message_id, message_created_at, pass FROM reconcile_work.reconcile_pairs_by_reconstruction
+       ) AS pairs

@@ -41,7 +41,7 @@ DAY_INPUTS = {
     "reconcile_pairs_by_msgid": """CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_msgid
        (msg_id text, message_id bigint, message_created_at timestamptz, pass smallint)""",
     "reconcile_pairs_by_reconstruction": """CREATE UNLOGGED TABLE reconcile_work.reconcile_pairs_by_reconstruction
-       (LIKE reconcile_work.reconcile_pairs_by_msgid)""",
+       (LIKE reconcile_work.reconcile_pairs_by_msgid, same_text boolean)""",
     "reconcile_new_events": """CREATE UNLOGGED TABLE reconcile_work.reconcile_new_events AS
        SELECT row_number() OVER () AS receipt_id, u.msg_id, 'DELIVRD'::text AS status_word,
               dlr.submit_month(u.submit_at) AS submit_month, 'DELIVRD'::text AS raw_status,
