@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -154,15 +155,16 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
             done = subprocess.run([sys.executable, "-m", "sms_pipeline.cli", *command], env={**env, **provider},
                                   capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
+        # About three in four of the simulator's messages are delivered within 30 s (88% are delivered, 85%
+        # of final receipts come within 30 s), and dev's push pass runs every 10 s: fewer than 5 of 20 by
+        # then is a chance of about 1 in 2 million. The wait leaves room for one push retried after 30 s
+        # on a loaded machine (10 of 20 in 60 s failed about once in 240 runs on the draw alone).
         sent_at = time.monotonic()
         with psycopg.connect(db_url, autocommit=True) as conn:
-            while time.monotonic() - sent_at < 60 and _delivered(conn) < 10:
+            while time.monotonic() - sent_at < 120 and min(_delivered(conn), _pushed(conn, before_send)) < 5:
                 time.sleep(1)
-            delivered, pushed_and_reconciled = _delivered(conn), conn.execute(
-                "SELECT count(reconciled_at) FROM dlr.receipt_push_inbox WHERE received_at > %s",
-                (before_send,)).fetchone()[0]
-        # ~85% of the simulator's receipts are final within 30 s
-        assert delivered >= 10 and pushed_and_reconciled >= 10, (delivered, pushed_and_reconciled)
+            delivered, pushed = _delivered(conn), _pushed(conn, before_send)
+        assert delivered >= 5 and pushed >= 5, (delivered, pushed, round(time.monotonic() - sent_at))
         registered = httpx.get(f"{simulator_url}/webhook/read", params={"userid": "demo", "password": "demo"},
                                timeout=10).json()["response"]["smswebhook"]
         secret = registered.rsplit("/", 1)[1]
@@ -205,3 +207,11 @@ def test_the_terminal_shows_where_the_ui_is_and_the_log_file_gets_the_runs(env, 
 def _delivered(conn: psycopg.Connection) -> int:
     return conn.execute("SELECT count(*) FROM msg.outbound_message WHERE state = 'delivered' "
                         "AND tenant_id = %s", (request(0)["tenant_id"],)).fetchone()[0]
+
+
+def _pushed(conn: psycopg.Connection, since: datetime) -> int:
+    """The test's messages with a receipt push received after ``since`` and reconciled."""
+    return conn.execute("SELECT count(DISTINCT m.id) FROM dlr.receipt_push_inbox p "
+                        "JOIN msg.outbound_message m ON m.provider_message_id = p.provider_message_id "
+                        "WHERE p.reconciled_at IS NOT NULL AND p.received_at > %s AND m.tenant_id = %s",
+                        (since, request(0)["tenant_id"])).fetchone()[0]
