@@ -5,8 +5,8 @@
 -- units x the rate-card price valid at the provider's submit time (days in
 -- the provider zone), NULL when there is none (counted as unpriced, never 0).
 -- An `unknown` row was never billed, so nothing immutable is overwritten.
--- The provider's submit time is its msgId's (reconcile_uncorrelated), read
--- here for these few rows rather than for every decision.
+-- The provider's submit time is its msgId's (reconcile_uncorrelated), joined
+-- here, where only the `unknown` rows use it, rather than in every decision.
 -- Parameters: time_zone, now. Returns how many rows moved.
 WITH moved AS (
     UPDATE msg.outbound_message m

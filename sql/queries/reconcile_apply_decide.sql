@@ -28,8 +28,9 @@
 -- The msgIds' own columns (reconcile_uncorrelated) are not joined here: only
 -- reconstruction's evidence needs one (whether the texts agreed, which pass 3
 -- kept as same_text on its pairs), and only an `unknown` row's confirmation
--- the provider's submit time (reconcile_apply_confirm_submission.sql, from
--- attempt_at). At a million messages that join was a fifth of the statement.
+-- the provider's submit time (reconcile_apply_confirm_submission.sql, which
+-- picks the DST reading nearer the attempt_at kept here). At a million
+-- messages that join was about a quarter of the statement.
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.
