@@ -4,6 +4,7 @@
 -- several candidates.
 -- The msgId window sorts byte-wise (COLLATE "C": the same groups, since
 -- equal text is equal bytes; docs/design.md#sorting-ids-byte-wise).
+-- The columns the passes share are named (pass 3's pairs also keep same_text).
 -- Creates the work table reconcile_work.reconcile_decisions: every candidate pair of
 -- the three passes, with its verdict.
 CREATE UNLOGGED TABLE reconcile_work.reconcile_decisions AS
