@@ -352,6 +352,10 @@ class Settings(BaseSettings):
         "receipt-push parameter carrying the final time (stamped on failures too)")
     receiver_pool_size: PositiveInt = _setting(
         "SMS_PIPELINE_RECEIVER_POOL_SIZE", 10, "database connections one receiver process keeps")
+    receiver_keep_alive_s: PositiveInt = _setting(
+        "SMS_PIPELINE_RECEIVER_KEEP_ALIVE_S", 120,
+        "seconds the receiver keeps an idle push connection open; keep it above the idle time of the provider's "
+        "client and of any proxy in front (docs/design.md#receipt-push)")
     alert_webhook_url: SecretStr | None = _setting(
         "SMS_PIPELINE_ALERT_WEBHOOK_URL", None,
         "URL alerts are posted to as JSON (a Slack incoming webhook or any service reading its `text` field); "

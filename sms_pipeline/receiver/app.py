@@ -91,12 +91,14 @@ class ReceiverConfig:
     timezone: ZoneInfo
     pool_size: int = 10
     pool_timeout_s: float = POOL_TIMEOUT_S
+    keep_alive_s: int = 120  # idle connections: docs/design.md#receipt-push
 
     @classmethod
     def from_settings(cls, settings: Settings, database_url: str, **overrides: Any) -> ReceiverConfig:
         options: dict[str, Any] = dict(database_url=database_url, secret=required_secret(settings),
                                        parameters=settings.webhook_parameters, timezone=settings.provider_timezone,
-                                       pool_size=settings.receiver_pool_size)
+                                       pool_size=settings.receiver_pool_size,
+                                       keep_alive_s=settings.receiver_keep_alive_s)
         options.update(overrides)
         return cls(**options)
 

@@ -63,8 +63,11 @@ def _base_url(sock: socket.socket) -> str:
 def _server(receiver: Receiver) -> uvicorn.Server:
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)  # at INFO it logs every checkout
     # access_log=False: its lines print the path, and the path holds the secret.
+    # timeout_keep_alive above the provider client's idle time: a push sent as the server closes an
+    # idle connection fails unanswered and waits for the provider's retry (docs/design.md#receipt-push).
     config = uvicorn.Config(receiver.app(), log_config=None, access_log=False, lifespan="on",
-                            server_header=False, timeout_graceful_shutdown=5)
+                            server_header=False, timeout_graceful_shutdown=5,
+                            timeout_keep_alive=receiver.config.keep_alive_s)
     return uvicorn.Server(config)
 
 

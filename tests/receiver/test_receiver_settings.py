@@ -52,3 +52,10 @@ def test_the_pool_size_is_a_positive_whole_number():
     assert settings.load({"SMS_PIPELINE_RECEIVER_POOL_SIZE": "3"}).receiver_pool_size == 3
     with pytest.raises(SettingsError, match="SMS_PIPELINE_RECEIVER_POOL_SIZE"):
         settings.load({"SMS_PIPELINE_RECEIVER_POOL_SIZE": "0"})
+
+
+def test_the_keep_alive_is_a_positive_number_of_seconds():
+    assert settings.load({}).receiver_keep_alive_s == 120
+    assert settings.load({"SMS_PIPELINE_RECEIVER_KEEP_ALIVE_S": "75"}).receiver_keep_alive_s == 75
+    with pytest.raises(SettingsError, match="SMS_PIPELINE_RECEIVER_KEEP_ALIVE_S"):
+        settings.load({"SMS_PIPELINE_RECEIVER_KEEP_ALIVE_S": "0"})
