@@ -131,7 +131,7 @@ class PeakRss:
     the process it measured (a steady month's tick), and could still miss a peak between two readings."""
 
     def __init__(self) -> None:
-        self.baseline = self._read("VmRSS")
+        self.baseline = proc_status_kb("VmRSS")
         self.reset_peak()  # a kernel that cannot reset the peak says so now, not after the setup
 
     def reset_peak(self) -> None:
@@ -143,20 +143,20 @@ class PeakRss:
                                "later") from None
 
     def peak_growth_mb(self) -> float:
-        return (self._read("VmHWM") - self.baseline) / 2**10
+        return (proc_status_kb("VmHWM") - self.baseline) / 2**10
 
-    @staticmethod
-    def _read(field: str) -> int:
-        """A ``/proc/self/status`` figure, in kB."""
-        try:
-            status = Path("/proc/self/status").read_text()
-        except OSError as exc:
-            raise RuntimeError(f"cannot read /proc/self/status ({exc}): the memory figures need Linux") from None
-        for line in status.splitlines():
-            name, _, value = line.partition(":")
-            if name == field:
-                return int(value.split()[0])
-        raise RuntimeError(f"/proc/self/status has no {field}: the memory figures need Linux")
+
+def proc_status_kb(field: str) -> int:
+    """A ``/proc/self/status`` figure of this process, in kB."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError as exc:
+        raise RuntimeError(f"cannot read /proc/self/status ({exc}): the memory figures need Linux") from None
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            return int(value.split()[0])
+    raise RuntimeError(f"/proc/self/status has no {field}: the memory figures need Linux")
 
 
 @dataclass

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -36,16 +35,14 @@ from sms_pipeline.simulator.dayzip import write_day_zip
 from sms_pipeline.simulator.reports import day_report_chunks
 from sms_pipeline.simulator.state import SendRequest
 
+from reconcile_day import proc_status_kb
+
 BATCH = 500
 TEXT = "Your order {n} has shipped and will arrive tomorrow. Track it in the app."
 
 
 def _rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return proc_status_kb("VmRSS") / 1024
 
 
 def _numbers(start: int, count: int = BATCH) -> list[str]:
