@@ -89,9 +89,10 @@ class ReceiverConfig:
     secret: SecretStr
     parameters: Mapping[str, str]  # field -> parameter name (settings.WEBHOOK_FIELDS)
     timezone: ZoneInfo
-    pool_size: int = 10
+    # No defaults of their own: the settings' (from_settings) are the only ones.
+    pool_size: int
+    keep_alive_s: int  # idle connections: docs/design.md#receipt-push
     pool_timeout_s: float = POOL_TIMEOUT_S
-    keep_alive_s: int = 120  # idle connections: docs/design.md#receipt-push
 
     @classmethod
     def from_settings(cls, settings: Settings, database_url: str, **overrides: Any) -> ReceiverConfig:
