@@ -53,7 +53,7 @@ from sms_pipeline.core import fingerprint
 from sms_pipeline.core.clock import Clock
 from sms_pipeline.core.ids import SENTINELS
 from sms_pipeline.core.provider_time import InvalidLocalTime
-from sms_pipeline.db import planner, queries, report_guards
+from sms_pipeline.db import queries, report_guards
 from sms_pipeline.errors import UserError
 from sms_pipeline.ingest import checkpoints
 from sms_pipeline.ingest.status_counts import StatusCounts
@@ -398,12 +398,8 @@ def _summarise(
     slower_path_reason: str | None,
 ) -> DayReportLoad:
     params = {"report_date": report.day}
-    per_status = queries.run(conn, "ingest_day_report_status_counts", **params).fetchall()
-    statuses = StatusCounts.fold((status, rows) for status, rows, _ in per_status)
-    rows = sum(n for _, n, _ in per_status)
-    unparsed = sum(n for _, _, n in per_status)
-    planner.use_second_core(conn)  # the last statement of the load's transaction
-    duplicates = rows - queries.scalar(conn, "ingest_day_report_events", **params)
+    rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", **params).fetchone()
+    statuses = StatusCounts.fold(queries.run(conn, "ingest_day_report_status_counts", **params))
     return DayReportLoad(
         day=report.day,
         rows=rows,

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import sql
 
-from sms_pipeline.db import planner, queries
+from sms_pipeline.db import queries
 
 # pg_advisory_xact_lock key: one reconciliation (or receipt load) at a time,
 # whichever process starts it (Dagster run, CLI, benchmark).
@@ -22,6 +22,13 @@ RECONCILE_LOCK = 0x5A5_0801
 # pushes, which reads a few events at a time. The day's run takes its own from
 # the settings (SMS_PIPELINE_RECONCILE_WORK_MEM_MB, docs/design.md#reconciliation-memory).
 PUSH_PASS_WORK_MEM_MB = 64
+
+# The planner's price of handing a row from a parallel worker to the leader
+# (Postgres's default: 0.1). At 0.1 a statement that writes a million rows
+# into a work table never runs in parallel, however much each row costs to
+# make; at this price the day's statements use the second core and take
+# seconds less (docs/design.md "Work tables and the second core").
+PARALLEL_TUPLE_COST = "0.001"
 
 # The planner's price of a page read out of order (Postgres's default: 4.0). At 4.0 the day's joins with a
 # month's partition of messages read the whole month instead of looking the day's rows up through its
@@ -58,7 +65,7 @@ def reconciliation(conn: psycopg.Connection, work_mem_mb: int) -> Iterator[None]
         # otherwise stop every run at its first CREATE.
         queries.run(conn, "reconcile_work_drop")
         use_memory(conn, work_mem_mb)
-        planner.use_second_core(conn)  # the day's work tables are written through the leader
+        queries.run(conn, "set_local_parallel_tuple_cost", cost=PARALLEL_TUPLE_COST)
         queries.run(conn, "set_local_random_page_cost", cost=RANDOM_PAGE_COST)
         queries.run(conn, "set_local_statistics_target", target=WORK_TABLE_STATISTICS_TARGET)
         yield

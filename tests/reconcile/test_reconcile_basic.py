@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import psycopg
 
-from sms_pipeline.db import planner, queries
+from sms_pipeline.db import queries
 from sms_pipeline.reconcile import transaction
 from tests.support.numbers import numbers
 
@@ -65,7 +65,7 @@ def test_the_day_run_takes_the_configured_memory_for_its_own_transaction_only(wo
     conn, _, (work_mem, tuple_cost, _, page_cost), _ = seen[update]
     assert work_mem == "96MB" != server_default[0]
     # the run's own price for a row a parallel worker hands over (docs/design.md "Work tables and the second core")
-    assert float(tuple_cost) == float(planner.PARALLEL_TUPLE_COST) != float(server_default[1])
+    assert float(tuple_cost) == float(transaction.PARALLEL_TUPLE_COST) != float(server_default[1])
     # and for a page read out of order (docs/design.md "Index probes late in the month")
     assert float(page_cost) == float(transaction.RANDOM_PAGE_COST) != float(server_default[3])
     # each work table a join reads analyzed once, on the run's smaller sample; the day report's load

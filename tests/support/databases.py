@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from sms_pipeline import settings as settings_module
-from sms_pipeline.db import connection, embedded, migrate, planner, queries
+from sms_pipeline.db import connection, embedded, migrate, queries
 from sms_pipeline.reconcile import transaction
 from tests.support.environment import settings_for
 
@@ -164,7 +164,7 @@ def reconciliation_planner(conn: psycopg.Connection, name: str) -> Iterator[None
         yield
         return
     conn.execute("SELECT set_config('parallel_tuple_cost', %s, false), set_config('random_page_cost', %s, false)",
-                 (planner.PARALLEL_TUPLE_COST, transaction.RANDOM_PAGE_COST))
+                 (transaction.PARALLEL_TUPLE_COST, transaction.RANDOM_PAGE_COST))
     try:
         yield
     finally:
