@@ -438,3 +438,16 @@ def test_the_quote_check_gives_one_answer_however_the_file_is_chunked(data, agre
         check = day_report._QuoteCheck()
         chunks = [data[i:i + size] for i in range(0, len(data), size)]
         assert all(check.agree(chunk) for chunk in chunks) is agree, f"chunks of {size}"
+
+
+def test_duplicates_count_the_rows_repeating_a_msgid_and_status_word_as_written(db, tmp_path):
+    """The provider's duplicated rows: a (msgId, status) pair seen again, the word as the file spells it
+    (another status of the same msgId is a new event; so, for this figure, is another spelling)."""
+    lines = [HEADER, _row(1), _row(1), _row(1, done="2026-10-25 10:00:09"),  # the pair twice more
+             _row(1).replace("DELIVRD", "ACCEPTD"),  # another status of msgId 1
+             _row(1).replace("DELIVRD", "delivrd"),  # another spelling of it, as written
+             _row(2), _row(3), _row(3)]
+    load = _load(db, _archive(tmp_path, "\n".join(lines) + "\n"))
+
+    assert (load.rows, load.duplicates) == (8, 3)
+    assert dict(load.statuses.by_word) == {"ACCEPTD": 1, "DELIVRD": 7}
