@@ -143,8 +143,9 @@ def load_day_report(
                     # this download (evidence for the proof of non-submission).
                     queries.run(conn, "ingest_report_confirm", report_kind=REPORT_KIND, report_date=day,
                                 fetched_at=fetched_at)
-                    return _summarise(conn, report, checksum, skipped=True, loaded_at=previous.loaded_at,
-                                      started=started, slower_path_reason=slower_path_reason)
+                    return _summarise(conn, report, partition, checksum, skipped=True,
+                                      loaded_at=previous.loaded_at, started=started,
+                                      slower_path_reason=slower_path_reason)
                 if allow_shrink:
                     report_guards.allow_shrink(conn)  # the database's guard too, for this transaction
                 rows = _replace_rows(conn, partition, day, tz, text_key)
@@ -160,8 +161,8 @@ def load_day_report(
                 queries.run(conn, "ingest_report_checkpoint_save", report_kind=REPORT_KIND, report_date=day,
                             checksum=checksum, rows=rows, bytes=report.size_bytes, fetched_at=fetched_at,
                             loaded_at=loaded_at, fingerprint_key_id=key_id)
-                return _summarise(conn, report, checksum, skipped=False, loaded_at=loaded_at, started=started,
-                                  slower_path_reason=slower_path_reason)
+                return _summarise(conn, report, partition, checksum, skipped=False, loaded_at=loaded_at,
+                                  started=started, slower_path_reason=slower_path_reason)
         except psycopg.Error as exc:
             # Only the primary message and the line: DETAIL and CONTEXT may quote a row (a recipient number).
             reason = exc.diag.message_primary or type(exc).__name__
@@ -390,6 +391,7 @@ def _replace_rows(conn: psycopg.Connection, partition: sql.Identifier, day: date
 def _summarise(
     conn: psycopg.Connection,
     report: DayReport,
+    partition: sql.Identifier,
     checksum: str,
     *,
     skipped: bool,
@@ -397,9 +399,9 @@ def _summarise(
     started: float,
     slower_path_reason: str | None,
 ) -> DayReportLoad:
-    params = {"report_date": report.day}
-    rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", **params).fetchone()
-    statuses = StatusCounts.fold(queries.run(conn, "ingest_day_report_status_counts", **params))
+    day = {"partition": partition}
+    rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", identifiers=day).fetchone()
+    statuses = StatusCounts.fold(queries.run(conn, "ingest_day_report_status_counts", identifiers=day))
     return DayReportLoad(
         day=report.day,
         rows=rows,
