@@ -399,9 +399,9 @@ def _summarise(
     started: float,
     slower_path_reason: str | None,
 ) -> DayReportLoad:
-    day = {"partition": partition}
-    rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", identifiers=day).fetchone()
-    statuses = StatusCounts.fold(queries.run(conn, "ingest_day_report_status_counts", identifiers=day))
+    loaded = {"partition": partition}
+    rows, duplicates, unparsed = queries.run(conn, "ingest_day_report_stats", identifiers=loaded).fetchone()
+    statuses = StatusCounts.fold(queries.run(conn, "ingest_day_report_status_counts", identifiers=loaded))
     return DayReportLoad(
         day=report.day,
         rows=rows,

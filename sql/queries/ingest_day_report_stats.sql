@@ -3,10 +3,11 @@
 -- duplicated rows), and times present in the file that did not parse.
 -- Grouped (a hash aggregate) rather than count(DISTINCT ...), which sorts.
 -- Read from the day's partition by name: through dlr.day_report_rows the
--- planner would count the groups from the partitioned parent's own
+-- planner estimates the number of groups from the partitioned parent's own
 -- statistics, which autovacuum never collects and the load does not (it
--- analyzes the partition), and took a million pairs for 40,000 (its default
--- of 200 values a column; docs/design.md "Day report load").
+-- analyzes the partition). Without them it assumes 200 distinct values a
+-- column, and took a day's million pairs for 200 x 200 = 40,000
+-- (docs/design.md "Day report load").
 -- Identifiers: partition (from ingest_day_report_partition).
 -- Parameters: none.
 SELECT COALESCE(sum(rows), 0)::bigint           AS rows,
