@@ -16,6 +16,7 @@ from sms_pipeline.db import queries
 from sms_pipeline.intake import campaigns
 from sms_pipeline.send.campaigns import CAMPAIGN_CANDIDATES
 from tests.support.campaigns import add_campaign
+from tests.support.databases import plan_nodes
 from tests.support.numbers import numbers
 from tests.support.worker import INTAKE_POLICY, request
 
@@ -25,12 +26,6 @@ HANDOVER_INDEX = "outbound_message_campaign_handover_idx"
 
 def _params(now, limit: int, message_class: str = "promotional") -> dict:
     return {"channel": "sms", "message_class": message_class, "now": now, "limit": limit}
-
-
-def _plan_nodes(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _plan_nodes(child)
 
 
 def _index_parents(db: psycopg.Connection) -> dict[str, str]:
@@ -88,7 +83,7 @@ def test_a_claim_reads_about_its_limit_of_a_20000_row_campaign_and_takes_its_fir
 
     assert taken == first
     parents = _index_parents(db)
-    scans = [n for n in _plan_nodes(plan["Plan"]) if n.get("Relation Name", "").startswith("outbound_message")]
+    scans = [n for n in plan_nodes(plan["Plan"]) if n.get("Relation Name", "").startswith("outbound_message")]
     assert {parents.get(n.get("Index Name"), n.get("Index Name")) for n in scans} == {HANDOVER_INDEX}
     read = sum((n["Actual Rows"] + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"] for n in scans)
     # The limit, and at most a row per partition the merge looks at first: not the campaign's 20,000.

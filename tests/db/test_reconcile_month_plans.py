@@ -8,8 +8,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from tests.db.test_schema_indexes import _plan_nodes
-from tests.support.databases import planned_query, reconciliation_planner
+from tests.support.databases import plan_nodes, planned_query, reconciliation_planner
 from tests.support.rows import month_start
 from sms_pipeline.db import queries
 from sms_pipeline.reconcile import transaction
@@ -59,7 +58,7 @@ def _probes(db: psycopg.Connection, name: str, params: dict, partition: str) -> 
     (such as a merge join's pass over the whole key). None of these statements bounds the partition by a
     constant, so an index condition here is a lookup of the other side's keys."""
     (plan,) = db.execute("EXPLAIN (FORMAT JSON) " + planned_query(name), params).fetchone()[0]
-    scans = [node for node in _plan_nodes(plan["Plan"]) if node.get("Relation Name") == partition]
+    scans = [node for node in plan_nodes(plan["Plan"]) if node.get("Relation Name") == partition]
     assert scans, f"{name}: {partition} is not in the plan"
     return all(node["Node Type"] in ("Index Scan", "Index Only Scan") and "Index Cond" in node for node in scans)
 

@@ -9,7 +9,7 @@ import pytest
 from psycopg import sql
 
 from tests.support.campaigns import add_campaign
-from tests.support.databases import planned_query, reconciliation_planner, strip_create_table_as
+from tests.support.databases import plan_nodes, planned_query, reconciliation_planner, strip_create_table_as
 from tests.support.rows import month_start
 from sms_pipeline.core.clock import FrozenClock
 
@@ -77,12 +77,6 @@ def _index_parents(db: psycopg.Connection) -> dict[str, str]:
     return dict(rows.fetchall())
 
 
-def _plan_nodes(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _plan_nodes(child)
-
-
 def _scans(db: psycopg.Connection, query: str, params: dict, *, generic: bool = False) -> tuple[set[str], set[str]]:
     """(parent indexes scanned, tables sequentially scanned) in the query's plan.
 
@@ -111,7 +105,7 @@ def _scans(db: psycopg.Connection, query: str, params: dict, *, generic: bool = 
             db.execute("DEALLOCATE access_pattern")
     parents = _index_parents(db)
     indexes, seq_scans = set(), set()
-    for node in _plan_nodes(plan["Plan"]):
+    for node in plan_nodes(plan["Plan"]):
         if "Index Name" in node:
             indexes.add(parents.get(node["Index Name"], node["Index Name"]))
         if node["Node Type"] == "Seq Scan":

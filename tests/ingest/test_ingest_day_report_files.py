@@ -29,6 +29,7 @@ from sms_pipeline.ingest.times import LocalTimeParser, consistent_done_time
 from sms_pipeline.orchestration.ingest_assets import day_report_metadata
 from sms_pipeline.provider import DayReportError
 from sms_pipeline.provider.dayfile import DayReport, verify
+from tests.support.databases import plan_nodes
 from tests.support.rows import snapshot
 from tests.support.worker import TEXT_KEY
 
@@ -467,8 +468,4 @@ def test_the_load_statistics_are_planned_on_the_day_partitions_own_statistics(db
     ((plan,),) = db.execute(sql.SQL("EXPLAIN (FORMAT JSON) ")
                             + queries.statement(statement, {"partition": partition})).fetchall()
 
-    assert [node["Plan Rows"] for node in _plan_nodes(plan[0]["Plan"]) if node.get("Group Key")] == [1]
-
-
-def _plan_nodes(node: dict) -> list[dict]:
-    return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
+    assert [node["Plan Rows"] for node in plan_nodes(plan[0]["Plan"]) if node.get("Group Key")] == [1]

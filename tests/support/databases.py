@@ -149,6 +149,13 @@ def strip_create_table_as(text: str) -> str:
     return re.sub(r"(?ms)^CREATE UNLOGGED TABLE [\w.]+ AS\s*$", "", text)
 
 
+def plan_nodes(plan: dict) -> Iterator[dict]:
+    """Every node of an ``EXPLAIN (FORMAT JSON)`` plan, the given one first."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
+
+
 def planned_inside_reconciliation(name: str) -> bool:
     """Whether the named statement runs in the reconciliation's transaction (its health checks do not)."""
     return name.startswith("reconcile_") and not name.startswith("reconcile_health_")
