@@ -27,10 +27,12 @@
 -- third of the statement.
 -- The msgIds' own columns (reconcile_uncorrelated) are not joined here: only
 -- reconstruction's evidence needs one (whether the texts agreed, which pass 3
--- kept as same_text on its pairs), and only an `unknown` row's confirmation
--- the provider's submit time (reconcile_apply_confirm_submission.sql, which
--- picks the DST reading nearer the attempt_at kept here). At a million
--- messages that join was about a quarter of the statement.
+-- kept as same_text on its pairs and the decisions and events carry), and
+-- only an `unknown` row's confirmation the provider's submit time
+-- (reconcile_apply_confirm_submission.sql, which picks the DST reading nearer
+-- the attempt_at kept here). At a million messages that join was about a
+-- quarter of the statement; a join back to pass 3's pairs for same_text cost
+-- every message a hash probe for the few pass 3 matched.
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.
@@ -40,14 +42,14 @@ WITH per_message AS (
     -- One sort of the events serves the grouping and the first final: the
     -- window holds the whole message (its frame spans the partition), and
     -- its order puts the first final, if any, on the partition's first row,
-    -- which DISTINCT ON keeps. msg_id and pass are that row's: the events of
-    -- a message all come from its one matched decision
+    -- which DISTINCT ON keeps. msg_id, pass and same_text are that row's:
+    -- the events of a message all come from its one matched decision
     -- (reconcile_apply_events.sql reads only decisions that are `matched`,
     -- one per msgId and one per message). The window repeats the ORDER BY's
     -- keys so that the one sort serves both, on Postgres 15 as on 18 (its
     -- full frame makes the order no matter to the aggregates).
     SELECT DISTINCT ON (e.message_id, e.message_created_at)
-           e.message_id, e.message_created_at, e.msg_id, e.pass,
+           e.message_id, e.message_created_at, e.msg_id, e.pass, e.same_text,
            min(e.provider_txn_id) OVER w AS txn_id,
            min(e.outcome) FILTER (WHERE k.is_final) OVER w AS min_final_outcome,
            max(e.outcome) FILTER (WHERE k.is_final) OVER w AS max_final_outcome,
@@ -69,7 +71,7 @@ decided AS (
     SELECT p.message_id, p.message_created_at, p.msg_id, p.pass, p.txn_id, p.min_final_outcome,
            p.max_final_outcome,
            CASE p.pass WHEN 1 THEN 'msgid' WHEN 2 THEN 'transaction'
-                ELSE CASE WHEN r.same_text THEN 'fingerprint' ELSE 'reconstruction' END
+                ELSE CASE WHEN p.same_text THEN 'fingerprint' ELSE 'reconstruction' END
            END AS evidence,
            a.attempt_at,
            m.state AS old_state,
@@ -86,9 +88,6 @@ decided AS (
                 ELSE e.evidence_state END AS new_state
       FROM per_message p
       JOIN msg.outbound_message m ON m.id = p.message_id AND m.created_at = p.message_created_at
-      LEFT JOIN reconcile_work.reconcile_pairs_by_reconstruction r
-             ON p.pass = 3 AND r.msg_id = p.msg_id AND r.message_id = p.message_id
-            AND r.message_created_at = p.message_created_at
      CROSS JOIN LATERAL (
            SELECT CASE WHEN m.state = 'unknown' THEN 'submitted'::msg.message_state ELSE m.state END
                       AS evidence_state) e
