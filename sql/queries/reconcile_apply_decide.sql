@@ -26,13 +26,12 @@
 -- join of every event against every decision here found none and cost a
 -- third of the statement.
 -- The msgIds' own columns (reconcile_uncorrelated) are not joined here: only
--- reconstruction's evidence needs one (whether the texts agreed, which pass 3
--- kept as same_text on its pairs and the decisions and events carry), and
--- only an `unknown` row's confirmation the provider's submit time
--- (reconcile_apply_confirm_submission.sql, which picks the DST reading nearer
--- the attempt_at kept here). At a million messages that join was about a
--- quarter of the statement; a join back to pass 3's pairs for same_text cost
--- every message a hash probe for the few pass 3 matched.
+-- reconstruction's evidence needs one (whether the texts agreed: pass 3's
+-- same_text, carried by the decisions and events, so that no message probes
+-- pass 3's pairs for it), and only an `unknown` row's confirmation the
+-- provider's submit time (reconcile_apply_confirm_submission.sql, which picks
+-- the DST reading nearer the attempt_at kept here). At a million messages
+-- that join was about a quarter of the statement.
 -- Outcomes and states are mapped with CASE over literals, not casts between
 -- text and msg.message_state: the inlined CTEs evaluate new_state several
 -- times a row, and each cast looks the enum label up in the catalog.

@@ -5,8 +5,9 @@
 -- The msgId window sorts byte-wise (COLLATE "C": the same groups, since
 -- equal text is equal bytes; docs/design.md#sorting-ids-byte-wise).
 -- The columns the passes share are named; same_text, whether the texts'
--- fingerprints agreed, is pass 3's alone (NULL for the other passes): the
--- decisions carry it to a match's evidence (reconcile_apply_decide.sql).
+-- fingerprints agreed, is pass 3's alone (NULL for the other passes): it
+-- travels through the events (reconcile_apply_events.sql) to a match's
+-- evidence (reconcile_apply_decide.sql).
 -- Creates the work table reconcile_work.reconcile_decisions: every candidate pair of
 -- the three passes, with its verdict.
 CREATE UNLOGGED TABLE reconcile_work.reconcile_decisions AS
