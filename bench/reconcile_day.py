@@ -590,6 +590,29 @@ def run_guarded_update(url: str, work_mem_mb: int, floor_updated: int, rows: int
                  f"{updated:,} rows, {registered:,} msgIds registered"), work
 
 
+def durable_insert(rows: str = "") -> str:
+    """The durable floor's INSERT of the day's events (module docstring, 6); ``rows``: a further condition on
+    the raw rows, starting with AND (``bench/two_connections.py`` splits the day's msgIds with it)."""
+    return f"""INSERT INTO bench_floor.durable_receipts
+                          (provider_message_id, status_word, raw_status, outcome, provider_txn_id, recipient,
+                           sender_name, cause, error_code, units, provider_submit_at, submit_month,
+                           provider_done_at, source, first_seen_at)
+                   SELECT DISTINCT ON (msg_id COLLATE "C", x.word COLLATE "C", x.submit_month)
+                          msg_id, x.word, status, COALESCE(o.outcome, 'unmapped'),
+                          CASE WHEN msg.is_clean_provider_id(transaction_id) THEN transaction_id END,
+                          mobile, sender, NULLIF(cause, ''), NULLIF(error_code, ''),
+                          NULLIF(units, '')::smallint, x.submit_at, x.submit_month,
+                          NULLIF(delivery_time, '')::timestamp AT TIME ZONE %(tz)s, 'day_report', now()
+                     FROM bench_floor.raw_rows
+                    CROSS JOIN LATERAL (SELECT upper(btrim(status)) AS word,
+                                               submit_time::timestamp AT TIME ZONE %(tz)s AS submit_at) t
+                    CROSS JOIN LATERAL (SELECT t.word, t.submit_at, dlr.submit_month(t.submit_at) AS submit_month) x
+                     LEFT JOIN dlr.status_outcomes o ON o.status_word = x.word
+                    WHERE msg_id IS NOT NULL AND submit_time IS NOT NULL AND btrim(status) <> ''
+                      AND msg.is_clean_provider_id(msg_id){rows}
+                    ORDER BY msg_id COLLATE "C", x.word COLLATE "C", x.submit_month, line_no"""
+
+
 def run_durable_floor(url: str, csv_path: Path, work_mem_mb: int, rows: int) -> tuple[list[Stage], ServerWork]:
     """The floor's COPY and INSERT again, into what a reconciliation keeps (module docstring, 6). Refuses a
     copy of the receipts table whose index definitions are not the table's."""
@@ -614,26 +637,7 @@ def run_durable_floor(url: str, csv_path: Path, work_mem_mb: int, rows: int) -> 
         with ServerWork.measure(conn) as work:
             copy_s = copy_csv(conn, "bench_floor.raw_rows", csv_path)
             started = time.perf_counter()
-            inserted = conn.execute(
-                """INSERT INTO bench_floor.durable_receipts
-                          (provider_message_id, status_word, raw_status, outcome, provider_txn_id, recipient,
-                           sender_name, cause, error_code, units, provider_submit_at, submit_month,
-                           provider_done_at, source, first_seen_at)
-                   SELECT DISTINCT ON (msg_id COLLATE "C", x.word COLLATE "C", x.submit_month)
-                          msg_id, x.word, status, COALESCE(o.outcome, 'unmapped'),
-                          CASE WHEN msg.is_clean_provider_id(transaction_id) THEN transaction_id END,
-                          mobile, sender, NULLIF(cause, ''), NULLIF(error_code, ''),
-                          NULLIF(units, '')::smallint, x.submit_at, x.submit_month,
-                          NULLIF(delivery_time, '')::timestamp AT TIME ZONE %(tz)s, 'day_report', now()
-                     FROM bench_floor.raw_rows
-                    CROSS JOIN LATERAL (SELECT upper(btrim(status)) AS word,
-                                               submit_time::timestamp AT TIME ZONE %(tz)s AS submit_at) t
-                    CROSS JOIN LATERAL (SELECT t.word, t.submit_at, dlr.submit_month(t.submit_at) AS submit_month) x
-                     LEFT JOIN dlr.status_outcomes o ON o.status_word = x.word
-                    WHERE msg_id IS NOT NULL AND submit_time IS NOT NULL AND btrim(status) <> ''
-                      AND msg.is_clean_provider_id(msg_id)
-                    ORDER BY msg_id COLLATE "C", x.word COLLATE "C", x.submit_month, line_no""",
-                {"tz": TZ_NAME}).rowcount
+            inserted = conn.execute(durable_insert(), {"tz": TZ_NAME}).rowcount
             insert_s = time.perf_counter() - started
     return [Stage("COPY of the CSV into a logged table keyed by line", copy_s, rows),
             Stage("INSERT ... SELECT into an unpartitioned copy of dlr.delivery_receipts", insert_s, rows,
