@@ -590,8 +590,8 @@ def run_guarded_update(url: str, work_mem_mb: int, floor_updated: int, rows: int
                  f"{updated:,} rows, {registered:,} msgIds registered"), work
 
 
-def durable_insert(rows: str = "") -> str:
-    """The durable floor's INSERT of the day's events (module docstring, 6); ``rows``: a further condition on
+def durable_insert(condition: str = "") -> str:
+    """The durable floor's INSERT of the day's events (module docstring, 6); ``condition``: a further one on
     the raw rows, starting with AND (``bench/two_connections.py`` splits the day's msgIds with it)."""
     return f"""INSERT INTO bench_floor.durable_receipts
                           (provider_message_id, status_word, raw_status, outcome, provider_txn_id, recipient,
@@ -609,7 +609,7 @@ def durable_insert(rows: str = "") -> str:
                     CROSS JOIN LATERAL (SELECT t.word, t.submit_at, dlr.submit_month(t.submit_at) AS submit_month) x
                      LEFT JOIN dlr.status_outcomes o ON o.status_word = x.word
                     WHERE msg_id IS NOT NULL AND submit_time IS NOT NULL AND btrim(status) <> ''
-                      AND msg.is_clean_provider_id(msg_id){rows}
+                      AND msg.is_clean_provider_id(msg_id){condition}
                     ORDER BY msg_id COLLATE "C", x.word COLLATE "C", x.submit_month, line_no"""
 
 
