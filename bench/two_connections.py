@@ -20,8 +20,8 @@ favour either.
 
 The guarded UPDATE registers its msgIds in the registry, as on the day before the pipeline's, so the
 registry is emptied before each write and rebuilt from the message table at the end, as the benchmark
-kept it. The script changes the kept database, so it refuses one whose name is not the reconciliation
-benchmark's.
+kept it; the events' copy is left empty. The script changes the kept database, so it refuses one whose
+name is not the reconciliation benchmark's.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import time
 from concurrent.futures import ThreadPoolExecutor
-from threading import Barrier
+from threading import Barrier, BrokenBarrierError
 
 from sms_pipeline import settings as settings_module
 from sms_pipeline.db import connection
@@ -52,15 +52,20 @@ def fresh_start(url: str) -> None:
 
 def timed(url: str, statement: str, params: dict, work_mem_mb: int, start: Barrier | None) -> tuple[float, float, int]:
     """``statement`` in its own transaction, rolled back after its clock stops: (started, ended, rows)."""
-    with connection.connect_url(url) as conn:
-        conn.execute("SELECT set_config('work_mem', %s, true)", (f"{work_mem_mb}MB",))
+    try:
+        with connection.connect_url(url) as conn:
+            conn.execute("SELECT set_config('work_mem', %s, true)", (f"{work_mem_mb}MB",))
+            if start is not None:
+                start.wait(_HALF_START_TIMEOUT_S)
+            started = time.perf_counter()
+            rows = conn.execute(statement, params).rowcount
+            ended = time.perf_counter()
+            conn.rollback()
+        return started, ended, rows
+    except Exception:
         if start is not None:
-            start.wait(_HALF_START_TIMEOUT_S)
-        started = time.perf_counter()
-        rows = conn.execute(statement, params).rowcount
-        ended = time.perf_counter()
-        conn.rollback()
-    return started, ended, rows
+            start.abort()  # the other half stops waiting at once
+        raise
 
 
 def on_one(url: str, whole: str, params: dict, work_mem_mb: int) -> tuple[float, int]:
@@ -75,7 +80,10 @@ def on_two(url: str, halves: tuple[str, str], params: dict, work_mem_mb: int) ->
     start = Barrier(2)
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(timed, url, half, params, work_mem_mb, start) for half in halves]
-        results = [future.result() for future in futures]  # a half's error is raised here
+        # A half's error is raised before the other half's broken barrier, which it caused.
+        for future in sorted(futures, key=lambda f: isinstance(f.exception(), BrokenBarrierError)):
+            future.result()
+        results = [future.result() for future in futures]
     return max(e for _, e, _ in results) - min(s for s, _, _ in results), [rows for _, _, rows in results]
 
 
@@ -120,7 +128,7 @@ def main() -> None:
                 print(f"| {round_no} | {name} | {rows:,} ({half_rows[0]:,} + {half_rows[1]:,}) | {one_s:.2f} | "
                       f"{two_s:.2f} | {two_s / one_s:.2f} |", flush=True)
     finally:
-        with connection.connect_url(url, autocommit=True) as conn:
+        with connection.connect_url(url) as conn, conn.transaction():
             conn.execute("TRUNCATE msg.provider_message_id_registry")
             conn.execute("""INSERT INTO msg.provider_message_id_registry (provider_message_id, message_id,
                                                                        message_created_at)
